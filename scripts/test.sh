@@ -70,6 +70,7 @@ for b in "${builds[@]}"; do
     *) echo "test.sh: unknown build '$b' (plain, asan, tsan, all)" >&2; exit 2 ;;
   esac
   echo "=== test.sh: $b build in $dir"
+  rm -f "$dir/ctest.log"
   start=$SECONDS
   "${launcher[@]}" bash "$root/scripts/build.sh" "$dir" "${cfg[@]}"
   built=$((SECONDS - start))
