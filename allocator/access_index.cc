@@ -1,0 +1,119 @@
+#include "access_index.h"
+
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+namespace tiercache {
+
+namespace {
+bool keyEquals(const Item* it, std::string_view key) {
+  return it->keySize() == key.size() && std::memcmp(it->keyData(), key.data(), key.size()) == 0;
+}
+}  // namespace
+
+AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table)
+    : table_(table),
+      mask_((uint64_t{1} << bucketPower) - 1),
+      stripeMask_((uint64_t{1} << std::min(lockPower, bucketPower)) - 1),
+      buckets_(new uint32_t[mask_ + 1]),
+      stripes_(new Stripe[stripeMask_ + 1]) {
+  std::fill_n(buckets_.get(), mask_ + 1, CompressedRef::kNull);
+}
+
+uint64_t AccessIndex::metadataBytes() const {
+  return (mask_ + 1) * sizeof(uint32_t) + (stripeMask_ + 1) * sizeof(Stripe);
+}
+
+CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item) {
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(r));
+    if (keyEquals(it, key)) {
+      if (!it->tryAcquire()) return CompressedRef();
+      item = it;
+      return CompressedRef(r);
+    }
+    r = it->hashNext;
+  }
+  return CompressedRef();
+}
+
+CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld) {
+  ownedOld = false;
+  const std::string_view key = item->key();
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  item->state.fetch_or(Item::kAccessible, std::memory_order_release);
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    const CompressedRef cur(*link);
+    Item* it = table_.item(cur);
+    if (keyEquals(it, key)) {
+      item->hashNext = it->hashNext;
+      *link = ref.raw();
+      ownedOld = it->unpublish();
+      return cur;
+    }
+    link = &it->hashNext;
+  }
+  item->hashNext = buckets_[b];
+  buckets_[b] = ref.raw();
+  return CompressedRef();
+}
+
+CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned) {
+  owned = false;
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    const CompressedRef cur(*link);
+    Item* it = table_.item(cur);
+    if (keyEquals(it, key)) {
+      *link = it->hashNext;
+      owned = it->unpublish();
+      return cur;
+    }
+    link = &it->hashNext;
+  }
+  return CompressedRef();
+}
+
+bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(*link));
+    if (*link == ref.raw()) {
+      *link = it->hashNext;
+      it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      return true;
+    }
+    link = &it->hashNext;
+  }
+  return false;
+}
+
+uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
+  uint64_t entries = 0;
+  std::unordered_set<uint32_t> seen;
+  for (uint64_t b = 0; b <= mask_; ++b) {
+    std::lock_guard<SpinLock> g(lockFor(b));
+    std::unordered_set<std::string_view> keys;
+    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+      const Item* it = table_.item(CompressedRef(r));
+      ++entries;
+      if (!seen.insert(r).second) {
+        out += "index: item linked twice (bucket " + std::to_string(b) + ")\n";
+        return entries;
+      }
+      if (!(it->state.load(std::memory_order_relaxed) & Item::kAccessible)) out += "index: linked item not published\n";
+      if (bucketOf(hash(it->key())) != b) out += "index: item in the wrong bucket\n";
+      if (!keys.insert(it->key()).second) out += "index: key linked twice\n";
+      r = it->hashNext;
+    }
+  }
+  return entries;
+}
+
+}  // namespace tiercache

@@ -1,0 +1,66 @@
+// AccessIndex: one chained hash table over the items of every tier.
+//
+// 2^bucketPower buckets of one 32-bit CompressedRef each; chains run
+// through Item::hashNext, so the index costs 4 bytes per bucket and nothing
+// per item beyond the header. Buckets are guarded by 2^lockPower striped
+// spin locks (stripe = bucket mod stripes, so one lock covers a whole
+// chain). Keys are always compared in full: two keys with equal hashes are
+// just two entries of one chain.
+//
+// Invariant: an item is in a chain iff its kAccessible bit is set; both
+// change together under the stripe lock. Items in a chain are never freed
+// (freeing requires !kAccessible), so a walker holding the stripe lock may
+// read any chained item.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "compressed_ref.h"
+#include "item.h"
+#include "slab_allocator.h"
+#include "spin_lock.h"
+
+namespace tiercache {
+
+class AccessIndex {
+ public:
+  using HashFn = uint64_t (*)(std::string_view);
+
+  AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table);
+
+  // Finds key and pins it (Item::tryAcquire). Null ref when absent or
+  // when the item is being evicted.
+  CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item);
+  // Publishes item (held by the caller) under its key. Returns the item it
+  // replaced, or null; ownedOld tells whether the caller must free it.
+  CompressedRef insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld);
+  // Unpublishes key. Returns the item, or null; owned as above.
+  CompressedRef remove(std::string_view key, uint64_t hash, bool& owned);
+  // Unpublishes exactly this item if it is still linked (the evictor, which
+  // already owns it). Returns whether it was linked.
+  bool unlinkExact(CompressedRef ref, uint64_t hash);
+
+  uint64_t bucketCount() const { return mask_ + 1; }
+  uint64_t metadataBytes() const;
+  // Quiescent check: every chained item is published, hashes to its
+  // bucket, and appears once. Returns the number of entries.
+  uint64_t check(HashFn hash, std::string& out) const;
+
+ private:
+  struct alignas(64) Stripe {
+    SpinLock lock;
+  };
+  uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
+  SpinLock& lockFor(uint64_t bucket) const { return stripes_[bucket & stripeMask_].lock; }
+
+  const SlabTable& table_;
+  const uint64_t mask_;
+  const uint64_t stripeMask_;
+  std::unique_ptr<uint32_t[]> buckets_;
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+}  // namespace tiercache

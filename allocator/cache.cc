@@ -1,0 +1,356 @@
+#include "cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "access_index.h"
+#include "item.h"
+#include "sharded_counter.h"
+#include "slab_allocator.h"
+
+namespace tiercache {
+
+struct CacheCounters {
+  ShardedCounter gets, hits, sets, setFailures, inserts, replaces, removes, allocTooLarge;
+  std::atomic<uint64_t> rebalancedSlabs{0};
+  std::vector<std::unique_ptr<ShardedCounter>> tierHits;
+  // Per class: allocation failures since the last idle-slab check.
+  static constexpr uint32_t kRebalanceCheckEvery = 64;
+};
+
+namespace {
+
+// Candidates an eviction may look at before giving up (all pinned).
+constexpr size_t kEvictionMaxScan = 64;
+// Attempts to evict before an allocation fails.
+constexpr int kEvictionAttempts = 4;
+
+uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+class ClaimVisitor final : public EvictionVisitor {
+ public:
+  explicit ClaimVisitor(const SlabTable& table) : table_(table) {}
+  Verdict visit(uint32_t ref) override {
+    if (!table_.item(CompressedRef(ref))->tryMarkExclusive()) return Verdict::kSkip;
+    victim = CompressedRef(ref);
+    return Verdict::kTake;
+  }
+  CompressedRef victim;
+
+ private:
+  const SlabTable& table_;
+};
+
+std::vector<PoolSpec> poolSpecs(const CacheConfig& cfg) {
+  std::vector<PoolSpec> specs;
+  for (const PoolConfig& p : cfg.pools) specs.push_back({p.name, p.share});
+  if (specs.empty()) specs.push_back({"default", 1.0});
+  return specs;
+}
+
+}  // namespace
+
+Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hooks_(hooks) {
+  config_.validate();
+  if (!hooks_.hash) hooks_.hash = &defaultHash;
+  const uint64_t slabSize = config_.slab_size;
+
+  const AllocationConfig& ac = config_.allocation;
+  const uint32_t maxItem = static_cast<uint32_t>(std::min<uint64_t>(
+      {ac.max_size ? uint64_t{ac.max_size} : slabSize, slabSize, uint64_t{Item::kMaxValueSize}}));
+  const std::vector<uint32_t> sizes = makeClassSizes(ac.min_size, maxItem, ac.growth_factor, ac.sizes);
+  // Slot numbers must hold slabSize / smallest class.
+  const uint32_t slotBits = static_cast<uint32_t>(std::bit_width(slabSize / sizes.front() - 1));
+
+  uint64_t totalSlabs = 0;
+  for (const TierConfig& t : config_.tiers) {
+    tiers_.push_back(openTier(t, slabSize));
+    totalSlabs += tiers_.back()->size() / slabSize;
+  }
+  if (slotBits >= 32 || totalSlabs >= (uint64_t{1} << (32 - slotBits))) {
+    throw ConfigError("slab_size", "the tiers hold " + std::to_string(totalSlabs) + " slabs, more than a 32-bit item "
+                                   "reference can address with " + std::to_string(slotBits) +
+                                   " slot bits; raise slab_size or allocation.min_size");
+  }
+  table_ = std::make_unique<SlabTable>(slabSize, slotBits, static_cast<uint32_t>(totalSlabs));
+
+  EvictionPolicyOptions policy;
+  policy.kind = config_.eviction.policy == EvictionPolicyKind::kClock ? "clock" : "lru";
+  policy.lruInsertionPoint = config_.eviction.lru_insertion_point;
+  policy.lruRefreshMs = config_.eviction.lru_refresh_ms;
+  const std::vector<PoolSpec> pools = poolSpecs(config_);
+  uint32_t first = 0;
+  for (uint32_t t = 0; t < tiers_.size(); ++t) {
+    allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, pools, sizes, policy));
+    first += allocs_.back()->slabCount();
+  }
+  index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_);
+  counters_ = std::make_unique<CacheCounters>();
+  for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
+}
+
+// Members are destroyed in reverse order: index and allocators before the
+// tiers whose memory they point into.
+Cache::~Cache() = default;
+
+uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
+
+size_t Cache::poolCount() const { return allocs_.front()->poolCount(); }
+size_t Cache::tierCount() const { return tiers_.size(); }
+
+PoolId Cache::poolId(std::string_view name) const {
+  const std::vector<PoolSpec> pools = poolSpecs(config_);
+  for (size_t i = 0; i < pools.size(); ++i) {
+    if (pools[i].name == name) return static_cast<PoolId>(i);
+  }
+  throw std::out_of_range("no pool named '" + std::string(name) + "'");
+}
+
+size_t Cache::maxValueSize(size_t keySize) const {
+  const size_t largest = allocs_.front()->classSizes().back();
+  const size_t overhead = sizeof(Item) + keySize;
+  return largest > overhead ? std::min<size_t>(largest - overhead, Item::kMaxValueSize) : 0;
+}
+
+ReadHandle Cache::find(std::string_view key) {
+  counters_->gets.add();
+  Item* item = nullptr;
+  const CompressedRef ref = index_->acquire(key, hashKey(key), item);
+  if (!ref) return {};
+  counters_->hits.add();
+  counters_->tierHits[table_->tierOf(ref)]->add();
+  table_->owner(ref)->policy().recordAccess(ref.raw());
+  return ReadHandle(this, item, ref);
+}
+
+std::optional<std::string> Cache::get(std::string_view key) {
+  ReadHandle h = find(key);
+  if (!h) return std::nullopt;
+  return std::string(h.value());
+}
+
+WriteHandle Cache::allocate(std::string_view key, size_t valueSize) { return allocate(0, key, valueSize); }
+
+WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
+  if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
+  if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
+    counters_->allocTooLarge.add();
+    return {};
+  }
+  SlabAllocator& a = *allocs_.front();
+  const int cid = a.classFor(Item::totalSize(key.size(), valueSize));
+  if (cid < 0) {
+    counters_->allocTooLarge.add();
+    return {};
+  }
+  AllocationClass& ac = a.cls(pool, static_cast<uint32_t>(cid));
+  const uint64_t attempt = ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
+
+  CompressedRef ref = a.allocateSlot(pool, static_cast<uint32_t>(cid));
+  if (!ref && config_.rebalance.enabled) {
+    // A class with no slab cannot evict: it must get one. Otherwise look
+    // for idle slabs elsewhere in the pool now and then, not on every miss.
+    const bool starving = ac.slabCount() == 0;
+    if ((starving || attempt % CacheCounters::kRebalanceCheckEvery == 0) &&
+        rebalance(a, pool, static_cast<uint32_t>(cid), !starving)) {
+      ref = a.allocateSlot(pool, static_cast<uint32_t>(cid));
+    }
+  }
+  for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
+    ref = evictOne(ac);
+    if (!ref) ref = ac.popFree();  // another thread may have freed one
+  }
+  if (!ref) return {};
+  Item* item = table_->item(ref);
+  item->init(key, static_cast<uint32_t>(valueSize));
+  ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
+  return WriteHandle(this, item, ref);
+}
+
+CompressedRef Cache::evictOne(AllocationClass& ac) {
+  ClaimVisitor visitor(*table_);
+  if (ac.policy().evict(1, kEvictionMaxScan, visitor) == 0) return CompressedRef();
+  const CompressedRef ref = visitor.victim;
+  Item* item = table_->item(ref);
+  if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
+  ac.counters().evictions.fetch_add(1, std::memory_order_relaxed);
+  return ref;
+}
+
+bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
+  const int donorId = a.pickDonor(pool, classId);
+  if (donorId < 0) return false;
+  AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
+  if (idleOnly && donor.freeSlots() * donor.allocSize() < table_->slabSize()) return false;
+  std::vector<CompressedRef> claimed;
+  const uint32_t slab = donor.releaseSlab(claimed);
+  for (CompressedRef ref : claimed) {
+    Item* item = table_->item(ref);
+    if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
+  }
+  donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
+  if (slab == CompressedRef::kNull) {
+    for (CompressedRef ref : claimed) donor.pushFree(ref);
+    return false;
+  }
+  a.reassignSlab(slab, pool, classId);
+  donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
+  a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
+  counters_->rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Cache::insertOrReplace(WriteHandle&& handle) {
+  if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
+  WriteHandle h = std::move(handle);
+  Item* item = h.item();
+  const CompressedRef ref = h.ref();
+  bool ownedOld = false;
+  const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
+  table_->owner(ref)->policy().add(ref.raw());
+  counters_->inserts.add();
+  if (old) counters_->replaces.add();
+  if (ownedOld) freeOwned(old);
+  return static_cast<bool>(old);
+}
+
+bool Cache::set(std::string_view key, std::string_view value) {
+  counters_->sets.add();
+  WriteHandle h = allocate(key, value.size());
+  if (!h) {
+    counters_->setFailures.add();
+    return false;
+  }
+  std::memcpy(h.data(), value.data(), value.size());
+  insertOrReplace(std::move(h));
+  return true;
+}
+
+bool Cache::remove(std::string_view key) {
+  bool owned = false;
+  const CompressedRef ref = index_->remove(key, hashKey(key), owned);
+  if (!ref) return false;
+  counters_->removes.add();
+  if (owned) freeOwned(ref);
+  return true;
+}
+
+void Cache::release(Item* item, CompressedRef ref) {
+  if (item->releaseRef()) freeOwned(ref);
+}
+
+void Cache::freeOwned(CompressedRef ref) {
+  AllocationClass* ac = table_->owner(ref);
+  ac->policy().remove(ref.raw());
+  ac->pushFree(ref);
+}
+
+CacheStats Cache::stats() const {
+  CacheStats s;
+  const CacheCounters& c = *counters_;
+  s.gets = c.gets.load();
+  s.hits = c.hits.load();
+  s.sets = c.sets.load();
+  s.set_failures = c.setFailures.load();
+  s.inserts = c.inserts.load();
+  s.replaces = c.replaces.load();
+  s.removes = c.removes.load();
+  s.alloc_too_large = c.allocTooLarge.load();
+  s.rebalanced_slabs = c.rebalancedSlabs.load();
+  s.item_header_bytes = sizeof(Item);
+  s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(index_->bucketCount()) - 1);
+  s.metadata_bytes = index_->metadataBytes() + table_->metadataBytes();
+
+  const std::vector<PoolSpec> pools = poolSpecs(config_);
+  for (uint32_t p = 0; p < pools.size(); ++p) {
+    PoolStats ps;
+    ps.pool = p;
+    ps.name = pools[p].name;
+    for (const auto& a : allocs_) {
+      ps.slab_quota += a->poolQuota(p);
+      ps.slabs += a->poolSlabs(p);
+    }
+    s.pools.push_back(ps);
+  }
+  uint64_t slots = 0;
+  for (uint32_t t = 0; t < allocs_.size(); ++t) {
+    const SlabAllocator& a = *allocs_[t];
+    TierStats ts;
+    ts.tier = t;
+    ts.name = a.tier().name();
+    ts.kind = tierKindName(a.tier().kind());
+    ts.configured_bytes = config_.tiers[t].size;
+    ts.mapped_bytes = a.tier().mappedBytes();
+    ts.slabs_total = a.slabCount();
+    ts.slabs_used = a.slabsUsed();
+    ts.hits = c.tierHits[t]->load();
+    for (uint32_t p = 0; p < a.poolCount(); ++p) {
+      for (uint32_t k = 0; k < a.classCount(); ++k) {
+        const AllocationClass& ac = a.cls(p, k);
+        s.metadata_bytes += sizeof(AllocationClass);
+        ClassStats cs;
+        cs.tier = t;
+        cs.pool = p;
+        cs.class_id = k;
+        cs.alloc_size = ac.allocSize();
+        cs.slabs = ac.slabCount();
+        cs.items = ac.policy().size();
+        cs.free_slots = ac.freeSlots();
+        cs.alloc_attempts = ac.counters().allocAttempts.load(std::memory_order_relaxed);
+        cs.alloc_success = ac.counters().allocSuccess.load(std::memory_order_relaxed);
+        cs.evictions = ac.counters().evictions.load(std::memory_order_relaxed);
+        cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
+        cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
+        ts.items += cs.items;
+        ts.alloc_attempts += cs.alloc_attempts;
+        ts.alloc_success += cs.alloc_success;
+        ts.evictions += cs.evictions;
+        slots += cs.slabs * ac.slotsPerSlab();
+        if (cs.slabs || cs.alloc_attempts || cs.slabs_lost) s.classes.push_back(cs);
+      }
+    }
+    s.items += ts.items;
+    s.alloc_attempts += ts.alloc_attempts;
+    s.alloc_success += ts.alloc_success;
+    s.evictions += ts.evictions;
+    s.tiers.push_back(std::move(ts));
+  }
+  // Bucket bytes per item the cache holds, or per slot it could hold while filling.
+  const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
+  s.index_bytes_per_item = static_cast<double>(index_->bucketCount() * sizeof(uint32_t)) / denom;
+  return s;
+}
+
+std::string Cache::checkConsistency() const {
+  std::string out;
+  uint64_t live = 0;
+  for (const auto& a : allocs_) a->check(out, live);
+  const uint64_t indexed = index_->check(hooks_.hash, out);
+  if (indexed != live) {
+    out += "index holds " + std::to_string(indexed) + " items, slabs hold " + std::to_string(live) + "\n";
+  }
+  return out;
+}
+
+// ---- handles ----
+
+std::string_view ReadHandle::key() const { return item_->key(); }
+std::string_view ReadHandle::value() const { return item_->value(); }
+uint32_t ReadHandle::tier() const { return cache_->table_->tierOf(ref_); }
+
+void ReadHandle::reset() {
+  if (item_) {
+    cache_->release(item_, ref_);
+    item_ = nullptr;
+  }
+}
+
+char* WriteHandle::data() const { return item_->valueData(); }
+size_t WriteHandle::size() const { return item_->valueSize(); }
+
+}  // namespace tiercache

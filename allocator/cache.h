@@ -1,0 +1,109 @@
+// Cache: the public facade. Owns the tiers, the slab allocator, the access
+// index and the eviction policies; every method is safe to call from any
+// number of threads at once.
+//
+// Life of an item: allocate() takes a slot from the (tier 0, pool, class)
+// that fits header + key + value, evicting that class's coldest unpinned
+// item when it has no free slot; the caller fills the value through the
+// WriteHandle; insertOrReplace() links it into the index (replacing an older
+// item of the same key) and into its class's eviction list. find() returns a
+// ReadHandle that pins the item. An item is freed when it is neither in the
+// index nor pinned; exactly one thread wins the right to free it (see
+// Item::kExclusive).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache_config.h"
+#include "cache_stats.h"
+#include "handle.h"
+
+namespace tiercache {
+
+class AccessIndex;
+class AllocationClass;
+class SlabAllocator;
+class SlabTable;
+class MemoryTier;
+struct CacheCounters;
+
+using PoolId = uint16_t;
+
+// Hash used by the access index. Replaceable for tests (e.g. one that sends
+// every key to one bucket, to prove that keys are compared in full).
+using KeyHashFn = uint64_t (*)(std::string_view key);
+
+struct CacheHooks {
+  KeyHashFn hash = nullptr;  // nullptr: XXH3
+};
+
+class Cache {
+ public:
+  static constexpr size_t kMaxKeySize = 255;
+
+  explicit Cache(const CacheConfig& config, CacheHooks hooks = {});
+  ~Cache();
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  // Copying convenience API. set() returns false when the item cannot be
+  // stored (key or value too large, or every candidate slot is pinned).
+  bool set(std::string_view key, std::string_view value);
+  std::optional<std::string> get(std::string_view key);
+  bool remove(std::string_view key);
+
+  // Zero-copy API.
+  ReadHandle find(std::string_view key);
+  // A handle for key with a writable value of valueSize bytes, in the
+  // default pool (0) or the given one; empty when it cannot be allocated.
+  WriteHandle allocate(std::string_view key, size_t valueSize);
+  WriteHandle allocate(PoolId pool, std::string_view key, size_t valueSize);
+  // Publish an allocated item; returns true if it replaced an existing key.
+  // The handle is consumed. Throws std::invalid_argument for an empty handle.
+  bool insertOrReplace(WriteHandle&& handle);
+
+  PoolId poolId(std::string_view name) const;  // throws std::out_of_range
+  size_t poolCount() const;
+  size_t tierCount() const;
+  // Largest value that fits with a key of keySize bytes.
+  size_t maxValueSize(size_t keySize = 0) const;
+
+  CacheStats stats() const;
+  const CacheConfig& config() const { return config_; }
+
+  // Walks every structure and checks the invariants (index <-> items,
+  // free lists, eviction lists, slab ownership, no leaked pins). Meant for
+  // tests on a quiescent cache; returns "" when consistent, else a report.
+  std::string checkConsistency() const;
+
+ private:
+  friend class ReadHandle;
+  friend class WriteHandle;
+  friend class CacheTestPeer;
+
+  void release(Item* item, CompressedRef ref);
+  // Frees an item the caller owns exclusively (see Item): out of its
+  // eviction list, onto its class's free list.
+  void freeOwned(CompressedRef ref);
+  // Takes one slot of the class by evicting its coldest unpinned item; the
+  // slot comes back owned and unlinked from the index. Null if none.
+  CompressedRef evictOne(AllocationClass& ac);
+  // Moves a slab from another class of the pool to `classId`.
+  bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
+  uint64_t hashKey(std::string_view key) const;
+
+  CacheConfig config_;
+  CacheHooks hooks_;
+  std::vector<std::unique_ptr<MemoryTier>> tiers_;
+  std::unique_ptr<SlabTable> table_;
+  std::vector<std::unique_ptr<SlabAllocator>> allocs_;
+  std::unique_ptr<AccessIndex> index_;
+  std::unique_ptr<CacheCounters> counters_;
+};
+
+}  // namespace tiercache

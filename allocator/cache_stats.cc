@@ -1,0 +1,111 @@
+#include "cache_stats.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tiercache {
+
+std::string CacheStats::toJson() const {
+  nlohmann::ordered_json j;
+  j["gets"] = gets;
+  j["hits"] = hits;
+  j["hit_ratio"] = hitRatio();
+  j["sets"] = sets;
+  j["set_failures"] = set_failures;
+  j["inserts"] = inserts;
+  j["replaces"] = replaces;
+  j["removes"] = removes;
+  j["alloc_attempts"] = alloc_attempts;
+  j["alloc_success"] = alloc_success;
+  j["alloc_too_large"] = alloc_too_large;
+  j["evictions"] = evictions;
+  j["rebalanced_slabs"] = rebalanced_slabs;
+  j["items"] = items;
+  j["metadata_bytes"] = metadata_bytes;
+  j["item_header_bytes"] = item_header_bytes;
+  j["index_bytes_per_item"] = index_bytes_per_item;
+  j["index_buckets_log2"] = index_buckets_log2;
+  for (const TierStats& t : tiers) {
+    j["tiers"].push_back({{"tier", t.tier},
+                          {"name", t.name},
+                          {"kind", t.kind},
+                          {"configured_bytes", t.configured_bytes},
+                          {"mapped_bytes", t.mapped_bytes},
+                          {"slabs_total", t.slabs_total},
+                          {"slabs_used", t.slabs_used},
+                          {"items", t.items},
+                          {"alloc_attempts", t.alloc_attempts},
+                          {"alloc_success", t.alloc_success},
+                          {"evictions", t.evictions},
+                          {"hits", t.hits}});
+  }
+  for (const PoolStats& p : pools) {
+    j["pools"].push_back({{"pool", p.pool}, {"name", p.name}, {"slab_quota", p.slab_quota}, {"slabs", p.slabs}});
+  }
+  j["classes"] = nlohmann::ordered_json::array();
+  for (const ClassStats& c : classes) {
+    j["classes"].push_back({{"tier", c.tier},
+                            {"pool", c.pool},
+                            {"class", c.class_id},
+                            {"alloc_size", c.alloc_size},
+                            {"slabs", c.slabs},
+                            {"items", c.items},
+                            {"free_slots", c.free_slots},
+                            {"alloc_attempts", c.alloc_attempts},
+                            {"alloc_success", c.alloc_success},
+                            {"evictions", c.evictions},
+                            {"slabs_gained", c.slabs_gained},
+                            {"slabs_lost", c.slabs_lost}});
+  }
+  return j.dump(2);
+}
+
+namespace {
+void metric(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP tiercache_") + name + " " + help + "\n# TYPE tiercache_" + name + " " + type + "\n";
+}
+void sample(std::string& out, const char* name, const std::string& labels, double v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  out += std::string("tiercache_") + name + (labels.empty() ? "" : "{" + labels + "}") + " " + buf + "\n";
+}
+}  // namespace
+
+std::string CacheStats::toPrometheus() const {
+  std::string out;
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t v;
+  } scalars[] = {
+      {"gets_total", "counter", "find/get calls", gets},
+      {"hits_total", "counter", "find/get calls that found the key", hits},
+      {"sets_total", "counter", "set calls", sets},
+      {"set_failures_total", "counter", "set calls that could not store", set_failures},
+      {"inserts_total", "counter", "insertOrReplace calls", inserts},
+      {"removes_total", "counter", "remove calls that removed a key", removes},
+      {"evictions_total", "counter", "items evicted to make room", evictions},
+      {"rebalanced_slabs_total", "counter", "slabs moved between allocation classes", rebalanced_slabs},
+      {"items", "gauge", "items in the cache", items},
+      {"metadata_bytes", "gauge", "DRAM metadata outside the tiers", metadata_bytes},
+  };
+  for (const auto& s : scalars) {
+    metric(out, s.name, s.type, s.help);
+    sample(out, s.name, "", static_cast<double>(s.v));
+  }
+  metric(out, "tier_items", "gauge", "items per tier");
+  for (const TierStats& t : tiers) sample(out, "tier_items", "tier=\"" + t.name + "\"", static_cast<double>(t.items));
+  metric(out, "tier_mapped_bytes", "gauge", "bytes each tier took from the OS");
+  for (const TierStats& t : tiers) {
+    sample(out, "tier_mapped_bytes", "tier=\"" + t.name + "\"", static_cast<double>(t.mapped_bytes));
+  }
+  metric(out, "tier_hits_total", "counter", "finds served from each tier");
+  for (const TierStats& t : tiers) sample(out, "tier_hits_total", "tier=\"" + t.name + "\"", static_cast<double>(t.hits));
+  metric(out, "tier_evictions_total", "counter", "evictions per tier");
+  for (const TierStats& t : tiers) {
+    sample(out, "tier_evictions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.evictions));
+  }
+  return out;
+}
+
+}  // namespace tiercache

@@ -1,0 +1,79 @@
+// CacheStats: a snapshot of the cache's counters, taken by Cache::stats().
+//
+// Counters are monotonic since the cache was created; gauges (items, free
+// slots, slabs) are read at snapshot time without stopping the cache, so
+// figures from different classes may be a few operations apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tiercache {
+
+struct ClassStats {
+  uint32_t tier = 0;
+  uint32_t pool = 0;
+  uint32_t class_id = 0;
+  uint32_t alloc_size = 0;
+  uint64_t slabs = 0;
+  uint64_t items = 0;          // items in the eviction list
+  uint64_t free_slots = 0;
+  uint64_t alloc_attempts = 0;
+  uint64_t alloc_success = 0;
+  uint64_t evictions = 0;      // items evicted to make room (foreground)
+  uint64_t slabs_gained = 0;   // by the rebalancer
+  uint64_t slabs_lost = 0;
+};
+
+struct TierStats {
+  uint32_t tier = 0;
+  std::string name;
+  std::string kind;
+  uint64_t configured_bytes = 0;
+  uint64_t mapped_bytes = 0;   // bytes this tier took from the OS
+  uint64_t slabs_total = 0;
+  uint64_t slabs_used = 0;     // assigned to a class
+  uint64_t items = 0;
+  uint64_t alloc_attempts = 0;
+  uint64_t alloc_success = 0;
+  uint64_t evictions = 0;
+  uint64_t hits = 0;           // finds that found their item in this tier
+};
+
+struct PoolStats {
+  uint32_t pool = 0;
+  std::string name;
+  uint64_t slab_quota = 0;     // summed over tiers
+  uint64_t slabs = 0;
+};
+
+struct CacheStats {
+  uint64_t gets = 0;           // find/get calls
+  uint64_t hits = 0;
+  uint64_t sets = 0;           // set() calls
+  uint64_t set_failures = 0;   // set() that could not store
+  uint64_t inserts = 0;        // insertOrReplace calls (set included)
+  uint64_t replaces = 0;       // of which replaced an existing key
+  uint64_t removes = 0;        // remove() calls that removed a key
+  uint64_t alloc_attempts = 0;
+  uint64_t alloc_success = 0;
+  uint64_t alloc_too_large = 0;  // key or value beyond the largest class
+  uint64_t evictions = 0;
+  uint64_t rebalanced_slabs = 0;
+  uint64_t items = 0;
+  // DRAM metadata outside the tiers: index, slab table, classes.
+  uint64_t metadata_bytes = 0;
+  uint32_t item_header_bytes = 0;
+  double index_bytes_per_item = 0;  // bucket array bytes / items (at capacity: / slots)
+  uint32_t index_buckets_log2 = 0;
+  std::vector<TierStats> tiers;
+  std::vector<PoolStats> pools;
+  std::vector<ClassStats> classes;  // only classes that ever held a slab
+
+  double hitRatio() const { return gets ? double(hits) / double(gets) : 0.0; }
+  std::string toJson() const;
+  std::string toPrometheus() const;
+};
+
+}  // namespace tiercache

@@ -1,0 +1,79 @@
+// ReadHandle / WriteHandle: a counted reference that pins one item.
+//
+// While a handle is alive its item is never freed, evicted, moved or reused:
+// the handle holds one count in the item's refcount, and every path that
+// frees an item first wins a CAS that requires the count to be zero. A
+// removed or replaced item stays readable through handles taken before; the
+// last release frees it. Handles are move-only and not thread-safe
+// themselves (one handle, one thread at a time); any number of handles to
+// the same item may live in different threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "compressed_ref.h"
+
+namespace tiercache {
+
+class Cache;
+class Item;
+
+class ReadHandle {
+ public:
+  ReadHandle() = default;
+  ReadHandle(ReadHandle&& o) noexcept : cache_(o.cache_), item_(o.item_), ref_(o.ref_) { o.item_ = nullptr; }
+  ReadHandle& operator=(ReadHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      cache_ = o.cache_;
+      item_ = o.item_;
+      ref_ = o.ref_;
+      o.item_ = nullptr;
+    }
+    return *this;
+  }
+  ReadHandle(const ReadHandle&) = delete;
+  ReadHandle& operator=(const ReadHandle&) = delete;
+  ~ReadHandle() { reset(); }
+
+  explicit operator bool() const { return item_ != nullptr; }
+  std::string_view key() const;
+  std::string_view value() const;
+  // Tier the item lived in when the handle was taken.
+  uint32_t tier() const;
+  CompressedRef ref() const { return ref_; }
+  // Release the pin now (the destructor does it otherwise).
+  void reset();
+
+ protected:
+  friend class Cache;
+  ReadHandle(Cache* cache, Item* item, CompressedRef ref) : cache_(cache), item_(item), ref_(ref) {}
+  Item* item() const { return item_; }
+
+  Cache* cache_ = nullptr;
+  Item* item_ = nullptr;
+  CompressedRef ref_;
+};
+
+// A freshly allocated item, not yet visible to other threads: fill data()
+// with the value, then Cache::insertOrReplace(std::move(handle)). Dropping
+// it without inserting returns the memory.
+class WriteHandle : public ReadHandle {
+ public:
+  WriteHandle() = default;
+  WriteHandle(WriteHandle&&) noexcept = default;
+  WriteHandle& operator=(WriteHandle&&) noexcept = default;
+
+  // The value bytes (size() of them), writable until inserted.
+  char* data() const;
+  size_t size() const;
+
+ private:
+  friend class Cache;
+  WriteHandle(Cache* cache, Item* item, CompressedRef ref) : ReadHandle(cache, item, ref) {}
+};
+
+}  // namespace tiercache

@@ -1,0 +1,124 @@
+// Item: the header in front of every cached key and value, inside a slab.
+//
+// Layout (28 bytes, 4-byte aligned; slots are 8-byte aligned):
+//   0  state     atomic u32: refcount (20 bits) | kAccessible | kExclusive | kFreeSlot | kMoving
+//   4  hashNext  raw CompressedRef, next item in the index bucket (stripe lock)
+//   8  hook      EvictionHook: prev, next, meta (12 bytes, owned by the policy)
+//  20  sizes     key length (8 bits) | value length (24 bits)
+//  24  checksum  reserved for the persistent tier (0 in volatile tiers)
+//  28  key bytes, then value bytes
+//
+// Metadata per item = 28 (this header, policy hooks included) + the index's
+// 4-byte bucket slot per item at load factor 1: 32 bytes.
+//
+// State machine (every transition is one CAS on `state`, so exactly one
+// thread ever wins the right to free an item):
+//   free slot  : state == kFreeSlot, hashNext links the class free list.
+//   allocated  : refcount >= 1 (the WriteHandle), not accessible.
+//   published  : kAccessible set under the index stripe lock.
+//   exclusive  : set only when refcount == 0; the setter owns the item: no
+//                new handle can be taken (tryAcquire fails) and it alone
+//                unlinks, frees or reuses the slot.
+// Claims happen in: the evictor (refcount 0), the last handle release of an
+// unpublished item, and remove/replace of an unpinned item.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "../eviction/eviction_policy.h"
+#include "compressed_ref.h"
+
+namespace tiercache {
+
+class Item {
+ public:
+  static constexpr uint32_t kRefMask = (1u << 20) - 1;
+  static constexpr uint32_t kAccessible = 1u << 20;
+  static constexpr uint32_t kExclusive = 1u << 21;
+  static constexpr uint32_t kFreeSlot = 1u << 22;
+  static constexpr uint32_t kMoving = 1u << 23;  // reserved for tier moves
+
+  static constexpr uint32_t kMaxKeySize = 255;
+  static constexpr uint32_t kMaxValueSize = (1u << 24) - 1;
+
+  std::atomic<uint32_t> state;
+  uint32_t hashNext;
+  EvictionHook hook;
+  uint32_t sizes;
+  uint32_t checksum;
+
+  // Prepares a slot owned by the caller as a new item with one reference.
+  void init(std::string_view key, uint32_t valueSize) {
+    hashNext = CompressedRef::kNull;
+    hook.prev = hook.next = CompressedRef::kNull;
+    hook.meta.store(0, std::memory_order_relaxed);
+    sizes = static_cast<uint32_t>(key.size()) | (valueSize << 8);
+    checksum = 0;
+    std::memcpy(keyData(), key.data(), key.size());
+    state.store(1, std::memory_order_release);
+  }
+
+  uint32_t keySize() const { return sizes & 0xFF; }
+  uint32_t valueSize() const { return sizes >> 8; }
+  char* keyData() { return reinterpret_cast<char*>(this) + sizeof(Item); }
+  const char* keyData() const { return reinterpret_cast<const char*>(this) + sizeof(Item); }
+  std::string_view key() const { return {keyData(), keySize()}; }
+  char* valueData() { return keyData() + keySize(); }
+  const char* valueData() const { return keyData() + keySize(); }
+  std::string_view value() const { return {valueData(), valueSize()}; }
+
+  static constexpr size_t totalSize(size_t keySize, size_t valueSize) { return sizeof(Item) + keySize + valueSize; }
+
+  // Takes a reference unless the item is owned exclusively or the count is
+  // saturated. Only called while the item is reachable (stripe lock held).
+  bool tryAcquire() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    do {
+      if ((s & (kExclusive | kFreeSlot)) || (s & kRefMask) == kRefMask) return false;
+    } while (!state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed));
+    return true;
+  }
+
+  // Drops a reference; returns true if the caller now owns the item
+  // exclusively (it was the last reference to an unpublished item).
+  bool releaseRef() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    uint32_t next;
+    do {
+      next = s - 1;
+      if ((s & kRefMask) == 1 && !(s & (kAccessible | kExclusive))) next |= kExclusive;
+    } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return (next & kExclusive) && !(s & kExclusive);
+  }
+
+  // Clears kAccessible (caller holds the stripe lock and has just unlinked
+  // the item); returns true if the caller now owns it exclusively.
+  bool unpublish() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    uint32_t next;
+    do {
+      next = s & ~kAccessible;
+      if ((s & kRefMask) == 0 && !(s & kExclusive)) next |= kExclusive;
+    } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return (next & kExclusive) && !(s & kExclusive);
+  }
+
+  // Claims an unpinned item for eviction or slab release.
+  bool tryMarkExclusive() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    do {
+      if ((s & kRefMask) || (s & (kExclusive | kFreeSlot))) return false;
+    } while (!state.compare_exchange_weak(s, s | kExclusive, std::memory_order_acquire, std::memory_order_relaxed));
+    return true;
+  }
+};
+
+static_assert(sizeof(Item) == 28, "item header budget is 28 bytes");
+static_assert(alignof(Item) == 4);
+static_assert(Item::kMaxKeySize <= 0xFF, "key length has 8 bits");
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+}  // namespace tiercache

@@ -1,0 +1,340 @@
+#include "slab_allocator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tiercache {
+
+SlabTable::SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs)
+    : slabSize_(slabSize), slotBits_(slotBits), slabs_(totalSlabs) {
+  // The top slab id would make the all-ones ref, which means null.
+  if (slotBits_ >= 32 || totalSlabs >= (1ull << (32 - slotBits_))) {
+    throw std::invalid_argument("too many slabs (" + std::to_string(totalSlabs) + ") for " +
+                                std::to_string(32 - slotBits_) + " bits of slab id");
+  }
+}
+
+AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool, uint32_t id, uint32_t allocSize,
+                                 std::unique_ptr<EvictionPolicy> policy)
+    : table_(table),
+      tier_(tier),
+      pool_(pool),
+      id_(id),
+      allocSize_(allocSize),
+      slotsPerSlab_(static_cast<uint32_t>(table.slabSize() / allocSize)),
+      policy_(std::move(policy)) {}
+
+CompressedRef AllocationClass::popFree() {
+  std::lock_guard<std::mutex> g(lock_);
+  if (freeHead_ != CompressedRef::kNull) {
+    const CompressedRef ref(freeHead_);
+    Item* it = table_.item(ref);
+    freeHead_ = it->hashNext;
+    --freeCount_;
+    it->state.store(Item::kExclusive, std::memory_order_relaxed);
+    return ref;
+  }
+  while (!carve_.empty()) {
+    if (carveNext_ < slotsPerSlab_) {
+      const CompressedRef ref = table_.makeRef(carve_.back(), carveNext_++);
+      table_.item(ref)->state.store(Item::kExclusive, std::memory_order_relaxed);
+      return ref;
+    }
+    carve_.pop_back();
+    carveNext_ = 0;
+  }
+  return CompressedRef();
+}
+
+void AllocationClass::pushFree(CompressedRef ref) {
+  Item* it = table_.item(ref);
+  std::lock_guard<std::mutex> g(lock_);
+  it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+  it->hashNext = freeHead_;
+  freeHead_ = ref.raw();
+  ++freeCount_;
+}
+
+void AllocationClass::addSlab(uint32_t slab) {
+  std::lock_guard<std::mutex> g(lock_);
+  slabs_.push_back(slab);
+  // Keep carving the current slab first: the new one goes underneath.
+  if (carve_.empty()) {
+    carve_.push_back(slab);
+    carveNext_ = 0;
+  } else {
+    carve_.insert(carve_.begin(), slab);
+  }
+}
+
+uint64_t AllocationClass::slabCount() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return slabs_.size();
+}
+
+uint32_t AllocationClass::uncarvedLocked() const {
+  if (carve_.empty()) return 0;
+  return static_cast<uint32_t>(carve_.size()) * slotsPerSlab_ - carveNext_;
+}
+
+uint64_t AllocationClass::freeSlots() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return freeCount_ + uncarvedLocked();
+}
+
+uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (slabs_.empty()) return CompressedRef::kNull;
+  const uint32_t bits = table_.slotBits();
+
+  // Free slots per slab (uncarved slots count as free).
+  std::unordered_map<uint32_t, uint32_t> freePerSlab;
+  for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
+    ++freePerSlab[CompressedRef(r).slab(bits)];
+  }
+  auto carvedOf = [&](uint32_t slab) -> uint32_t {
+    auto it = std::find(carve_.begin(), carve_.end(), slab);
+    if (it == carve_.end()) return slotsPerSlab_;
+    return (slab == carve_.back()) ? carveNext_ : 0;
+  };
+  uint32_t victim = slabs_.front();
+  int64_t bestFree = -1;
+  for (uint32_t s : slabs_) {
+    const int64_t f = freePerSlab[s] + (slotsPerSlab_ - carvedOf(s));
+    if (f > bestFree) {
+      victim = s;
+      bestFree = f;
+    }
+  }
+
+  // Claim every live item of the victim slab; stop at the first pinned one.
+  const uint32_t carved = carvedOf(victim);
+  const size_t firstClaim = claimed.size();
+  bool pinned = false;
+  for (uint32_t slot = 0; slot < carved; ++slot) {
+    const CompressedRef ref = table_.makeRef(victim, slot);
+    Item* it = table_.item(ref);
+    if (it->state.load(std::memory_order_relaxed) == Item::kFreeSlot) continue;
+    if (!it->tryMarkExclusive()) {
+      pinned = true;
+      break;
+    }
+    claimed.push_back(ref);
+  }
+  for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
+  if (pinned) return CompressedRef::kNull;
+
+  // Drop the victim's free slots from the free list and stop carving it.
+  uint32_t* link = &freeHead_;
+  while (*link != CompressedRef::kNull) {
+    Item* it = table_.item(CompressedRef(*link));
+    if (CompressedRef(*link).slab(bits) == victim) {
+      *link = it->hashNext;
+      --freeCount_;
+    } else {
+      link = &it->hashNext;
+    }
+  }
+  auto c = std::find(carve_.begin(), carve_.end(), victim);
+  if (c != carve_.end()) {
+    const bool wasBack = (victim == carve_.back());
+    carve_.erase(c);
+    if (wasBack) carveNext_ = 0;
+  }
+  slabs_.erase(std::find(slabs_.begin(), slabs_.end(), victim));
+  return victim;
+}
+
+void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
+  std::lock_guard<std::mutex> g(lock_);
+  const std::string where = "class(t" + std::to_string(tier_) + ",p" + std::to_string(pool_) + ",c" +
+                            std::to_string(id_) + "): ";
+  const uint32_t bits = table_.slotBits();
+  std::unordered_set<uint32_t> owned(slabs_.begin(), slabs_.end());
+  std::unordered_set<uint32_t> freeSet;
+  for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
+    const CompressedRef ref(r);
+    if (!owned.count(ref.slab(bits))) {
+      out += where + "free slot in a slab the class does not own\n";
+      return;
+    }
+    if (!freeSet.insert(r).second) {
+      out += where + "free list has a cycle or duplicate\n";
+      return;
+    }
+    if (table_.item(ref)->state.load(std::memory_order_relaxed) != Item::kFreeSlot) {
+      out += where + "free-list slot not marked free\n";
+    }
+  }
+  if (freeSet.size() != freeCount_) out += where + "free count " + std::to_string(freeCount_) + " != list length\n";
+
+  struct Ctx {
+    const SlabTable* table;
+    const AllocationClass* self;
+    std::unordered_set<uint32_t> members;
+    std::string* out;
+    std::string where;
+  } ctx{&table_, this, {}, &out, where};
+  const bool linksOk = policy_->forEach(
+      [](uint32_t ref, void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        if (!c->members.insert(ref).second) *c->out += c->where + "item twice in the eviction list\n";
+        if (c->table->owner(CompressedRef(ref)) != c->self) *c->out += c->where + "list member of another class\n";
+      },
+      &ctx);
+  if (!linksOk) out += where + "eviction list links are broken\n";
+
+  uint64_t live = 0;
+  for (uint32_t slab : slabs_) {
+    const SlabInfo& info = table_.slab(slab);
+    if (info.owner.load() != this || info.allocSize.load() != allocSize_) out += where + "slab owner mismatch\n";
+    uint32_t carved = slotsPerSlab_;
+    auto c = std::find(carve_.begin(), carve_.end(), slab);
+    if (c != carve_.end()) carved = (slab == carve_.back()) ? carveNext_ : 0;
+    for (uint32_t slot = 0; slot < carved; ++slot) {
+      const CompressedRef ref = table_.makeRef(slab, slot);
+      const uint32_t s = table_.item(ref)->state.load(std::memory_order_relaxed);
+      if (s == Item::kFreeSlot) {
+        if (!freeSet.count(ref.raw())) out += where + "slot marked free but not on the free list\n";
+        continue;
+      }
+      ++live;
+      if (s & Item::kRefMask) out += where + "item still pinned (leaked handle?)\n";
+      if (s & (Item::kExclusive | Item::kMoving)) out += where + "item left exclusive\n";
+      if (!(s & Item::kAccessible)) out += where + "unreachable item not freed\n";
+      if (!ctx.members.count(ref.raw())) out += where + "live item missing from the eviction list\n";
+    }
+  }
+  if (live != ctx.members.size()) {
+    out += where + "eviction list has " + std::to_string(ctx.members.size()) + " items, slabs hold " +
+           std::to_string(live) + "\n";
+  }
+  liveItems += live;
+}
+
+std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
+                                     const std::vector<uint32_t>& explicitSizes) {
+  if (!explicitSizes.empty()) return explicitSizes;
+  std::vector<uint32_t> sizes;
+  auto round8 = [](double v) { return (static_cast<uint64_t>(std::ceil(v)) + 7) & ~uint64_t{7}; };
+  uint64_t cur = round8(minSize);
+  while (cur < maxSize && sizes.size() < 254) {
+    sizes.push_back(static_cast<uint32_t>(cur));
+    cur = std::max(cur + 8, round8(static_cast<double>(cur) * factor));
+  }
+  sizes.push_back(maxSize & ~7u);
+  return sizes;
+}
+
+SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
+                             const std::vector<PoolSpec>& pools, const std::vector<uint32_t>& classSizes,
+                             const EvictionPolicyOptions& policy)
+    : tierIndex_(tierIndex),
+      tier_(tier),
+      table_(table),
+      firstSlab_(firstSlab),
+      slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
+      classSizes_(classSizes) {
+  for (uint32_t i = 0; i < slabCount_; ++i) {
+    SlabInfo& s = table_.slab(firstSlab_ + i);
+    s.base = tier.base() + static_cast<uint64_t>(i) * table.slabSize();
+    s.tier = tierIndex;
+  }
+  for (uint32_t p = 0; p < pools.size(); ++p) {
+    auto pool = std::make_unique<Pool>();
+    pool->name = pools[p].name;
+    pool->quota = std::min<uint32_t>(
+        slabCount_, std::max<uint32_t>(1, static_cast<uint32_t>(pools[p].share * slabCount_ + 1e-9)));
+    for (uint32_t c = 0; c < classSizes_.size(); ++c) {
+      pool->classes.push_back(std::make_unique<AllocationClass>(table_, tierIndex, p, c, classSizes_[c],
+                                                                makeEvictionPolicy(policy, table_)));
+    }
+    pools_.push_back(std::move(pool));
+  }
+}
+
+uint32_t SlabAllocator::slabsUsed() const {
+  std::lock_guard<std::mutex> g(slabLock_);
+  return nextFresh_;
+}
+
+int SlabAllocator::classFor(size_t bytes) const {
+  auto it = std::lower_bound(classSizes_.begin(), classSizes_.end(), bytes);
+  return it == classSizes_.end() ? -1 : static_cast<int>(it - classSizes_.begin());
+}
+
+CompressedRef SlabAllocator::allocateSlot(uint32_t pool, uint32_t classId) {
+  AllocationClass& c = cls(pool, classId);
+  CompressedRef ref = c.popFree();
+  if (!ref && growClass(pool, classId)) ref = c.popFree();
+  return ref;
+}
+
+bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
+  Pool& p = *pools_[pool];
+  uint32_t slab;
+  {
+    std::lock_guard<std::mutex> g(slabLock_);
+    if (p.owned.load(std::memory_order_relaxed) >= p.quota || nextFresh_ >= slabCount_) return false;
+    slab = firstSlab_ + nextFresh_++;
+    p.owned.fetch_add(1, std::memory_order_relaxed);
+  }
+  reassignSlab(slab, pool, classId);
+  return true;
+}
+
+void SlabAllocator::reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId) {
+  AllocationClass& c = cls(pool, classId);
+  SlabInfo& s = table_.slab(slab);
+  s.allocSize.store(c.allocSize(), std::memory_order_relaxed);
+  s.owner.store(&c, std::memory_order_relaxed);
+  c.addSlab(slab);  // the class lock publishes the two stores above
+}
+
+int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver) const {
+  const Pool& p = *pools_[pool];
+  const uint64_t slabSize = table_.slabSize();
+  int best = -1;
+  uint64_t bestFreeBytes = 0;
+  int biggest = -1;
+  uint64_t biggestSlabs = 1;
+  for (uint32_t c = 0; c < p.classes.size(); ++c) {
+    if (c == receiver) continue;
+    const AllocationClass& ac = *p.classes[c];
+    const uint64_t slabs = ac.slabCount();
+    if (slabs == 0) continue;
+    const uint64_t freeBytes = ac.freeSlots() * ac.allocSize();
+    if (freeBytes >= slabSize && freeBytes > bestFreeBytes) {
+      best = static_cast<int>(c);
+      bestFreeBytes = freeBytes;
+    }
+    if (slabs > biggestSlabs) {
+      biggest = static_cast<int>(c);
+      biggestSlabs = slabs;
+    }
+  }
+  return best >= 0 ? best : biggest;
+}
+
+void SlabAllocator::check(std::string& out, uint64_t& liveItems) const {
+  uint64_t owned = 0;
+  for (const auto& p : pools_) {
+    uint64_t poolSlabs = 0;
+    for (const auto& c : p->classes) {
+      c->check(out, liveItems);
+      poolSlabs += c->slabCount();
+    }
+    if (poolSlabs != p->owned.load()) {
+      out += "tier " + std::to_string(tierIndex_) + " pool " + p->name + ": classes own " +
+             std::to_string(poolSlabs) + " slabs, pool counts " + std::to_string(p->owned.load()) + "\n";
+    }
+    if (poolSlabs > p->quota) out += "pool " + p->name + " is over its slab quota\n";
+    owned += poolSlabs;
+  }
+  if (owned != slabsUsed()) out += "tier " + std::to_string(tierIndex_) + ": slabs handed out != slabs owned\n";
+}
+
+}  // namespace tiercache

@@ -1,0 +1,200 @@
+// Slabs, pools and allocation classes.
+//
+// SlabTable numbers the slabs of all tiers in one space (tier t owns a
+// contiguous range) and turns a CompressedRef into an Item* with one table
+// read: base + slot * allocSize. It is the HookResolver the eviction
+// policies use.
+//
+// SlabAllocator serves one tier. Each pool may own up to `quota` of the
+// tier's slabs (its share); within a pool, each allocation class owns
+// slabs, carves them lazily (so untouched memory costs no RSS) and keeps a
+// free list threaded through freed slots. An AllocationClass has one mutex
+// for its free list and slabs, and its own eviction policy with its own list
+// lock. Lock order: class lock -> policy lock; the index stripe locks are
+// never taken while either is held.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../eviction/eviction_policy.h"
+#include "../tiers/memory_tier.h"
+#include "compressed_ref.h"
+#include "item.h"
+
+namespace tiercache {
+
+class AllocationClass;
+
+struct SlabInfo {
+  std::byte* base = nullptr;
+  std::atomic<uint32_t> allocSize{0};          // 0 while the slab is unassigned
+  std::atomic<AllocationClass*> owner{nullptr};  // class that owns it
+  uint32_t tier = 0;
+};
+
+class SlabTable final : public HookResolver {
+ public:
+  SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs);
+
+  uint64_t slabSize() const { return slabSize_; }
+  uint32_t slotBits() const { return slotBits_; }
+  uint32_t slabCount() const { return static_cast<uint32_t>(slabs_.size()); }
+  SlabInfo& slab(uint32_t id) { return slabs_[id]; }
+  const SlabInfo& slab(uint32_t id) const { return slabs_[id]; }
+
+  Item* item(CompressedRef ref) const {
+    const SlabInfo& s = slabs_[ref.slab(slotBits_)];
+    return reinterpret_cast<Item*>(s.base + static_cast<uint64_t>(ref.slot(slotBits_)) *
+                                                 s.allocSize.load(std::memory_order_relaxed));
+  }
+  AllocationClass* owner(CompressedRef ref) const {
+    return slabs_[ref.slab(slotBits_)].owner.load(std::memory_order_relaxed);
+  }
+  uint32_t tierOf(CompressedRef ref) const { return slabs_[ref.slab(slotBits_)].tier; }
+  CompressedRef makeRef(uint32_t slab, uint32_t slot) const { return CompressedRef::make(slab, slot, slotBits_); }
+
+  EvictionHook& hook(uint32_t ref) const override { return item(CompressedRef(ref))->hook; }
+
+  uint64_t metadataBytes() const { return slabs_.size() * sizeof(SlabInfo); }
+
+ private:
+  uint64_t slabSize_;
+  uint32_t slotBits_;
+  std::vector<SlabInfo> slabs_;
+};
+
+struct ClassCounters {
+  std::atomic<uint64_t> allocAttempts{0};
+  std::atomic<uint64_t> allocSuccess{0};
+  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> slabsGained{0};
+  std::atomic<uint64_t> slabsLost{0};
+};
+
+class AllocationClass {
+ public:
+  AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool, uint32_t id, uint32_t allocSize,
+                  std::unique_ptr<EvictionPolicy> policy);
+
+  uint32_t tier() const { return tier_; }
+  uint32_t pool() const { return pool_; }
+  uint32_t id() const { return id_; }
+  uint32_t allocSize() const { return allocSize_; }
+  uint32_t slotsPerSlab() const { return slotsPerSlab_; }
+  EvictionPolicy& policy() { return *policy_; }
+  const EvictionPolicy& policy() const { return *policy_; }
+  ClassCounters& counters() { return counters_; }
+  const ClassCounters& counters() const { return counters_; }
+
+  // A free or never-used slot, or null. The slot's Item is uninitialised
+  // except for state, which is not kFreeSlot any more.
+  CompressedRef popFree();
+  // Returns an exclusively owned slot to the free list.
+  void pushFree(CompressedRef ref);
+  // Takes a newly assigned slab (its allocSize and owner already set).
+  void addSlab(uint32_t slab);
+
+  uint64_t slabCount() const;
+  uint64_t freeSlots() const;  // free list + uncarved
+
+  // Slab release for the rebalancer: under the class lock, takes the slab
+  // with the most free slots out of service, claiming (kExclusive) every
+  // live item in it and removing those from the policy. On success the
+  // claimed refs are appended to `claimed` (the caller unlinks them from the
+  // index) and the slab id is returned; when an item is pinned the slab
+  // stays here and kNull is returned (items already claimed are still
+  // handed back in `claimed`, to be evicted, and counted as evictions).
+  uint32_t releaseSlab(std::vector<CompressedRef>& claimed);
+
+  // Consistency check on a quiescent cache; appends problems to `out`.
+  // `liveItems` receives the number of items found in this class's slabs.
+  void check(std::string& out, uint64_t& liveItems) const;
+
+ private:
+  uint32_t uncarvedLocked() const;
+
+  SlabTable& table_;
+  const uint32_t tier_, pool_, id_, allocSize_, slotsPerSlab_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  ClassCounters counters_;
+
+  mutable std::mutex lock_;
+  std::vector<uint32_t> slabs_;        // every slab owned
+  std::vector<uint32_t> carve_;        // slabs not fully carved; carving the back one
+  uint32_t carveNext_ = 0;             // next uncarved slot in carve_.back()
+  uint32_t freeHead_ = CompressedRef::kNull;
+  uint64_t freeCount_ = 0;
+};
+
+// Allocation classes of one pool: sizes ascending.
+std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
+                                     const std::vector<uint32_t>& explicitSizes);
+
+struct PoolSpec {
+  std::string name;
+  double share = 1.0;
+};
+
+class SlabAllocator {
+ public:
+  // Serves slabs [firstSlab, firstSlab + tier.size()/slabSize) of `table`.
+  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
+                const std::vector<PoolSpec>& pools, const std::vector<uint32_t>& classSizes,
+                const EvictionPolicyOptions& policy);
+
+  uint32_t tierIndex() const { return tierIndex_; }
+  MemoryTier& tier() { return tier_; }
+  const MemoryTier& tier() const { return tier_; }
+  uint32_t slabCount() const { return slabCount_; }
+  uint32_t slabsUsed() const;
+  size_t poolCount() const { return pools_.size(); }
+  size_t classCount() const { return classSizes_.size(); }
+  const std::vector<uint32_t>& classSizes() const { return classSizes_; }
+  uint32_t poolQuota(uint32_t pool) const { return pools_[pool]->quota; }
+  uint32_t poolSlabs(uint32_t pool) const { return pools_[pool]->owned.load(std::memory_order_relaxed); }
+
+  // Smallest class that holds `bytes`, or -1.
+  int classFor(size_t bytes) const;
+  AllocationClass& cls(uint32_t pool, uint32_t classId) { return *pools_[pool]->classes[classId]; }
+  const AllocationClass& cls(uint32_t pool, uint32_t classId) const { return *pools_[pool]->classes[classId]; }
+
+  // Free list, uncarved space, or a new slab within the pool's quota.
+  CompressedRef allocateSlot(uint32_t pool, uint32_t classId);
+  // Gives the pool's next unassigned slab to the class; false at quota.
+  bool growClass(uint32_t pool, uint32_t classId);
+  // Hands a released slab to another class of the same pool.
+  void reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId);
+
+  // Free-slots strategy: the class of `pool` other than `receiver` whose free
+  // slots add up to the most bytes, if at least one slab's worth; else the
+  // class with the most slabs (more than one). -1 when none qualifies.
+  int pickDonor(uint32_t pool, uint32_t receiver) const;
+
+  void check(std::string& out, uint64_t& liveItems) const;
+
+ private:
+  struct Pool {
+    std::string name;
+    uint32_t quota = 0;
+    std::atomic<uint32_t> owned{0};
+    std::vector<std::unique_ptr<AllocationClass>> classes;
+  };
+
+  uint32_t tierIndex_;
+  MemoryTier& tier_;
+  SlabTable& table_;
+  uint32_t firstSlab_;
+  uint32_t slabCount_;
+  std::vector<uint32_t> classSizes_;
+  std::vector<std::unique_ptr<Pool>> pools_;
+
+  mutable std::mutex slabLock_;
+  uint32_t nextFresh_ = 0;  // slabs [0, nextFresh_) have been handed out
+};
+
+}  // namespace tiercache

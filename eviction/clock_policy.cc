@@ -1,0 +1,67 @@
+#include "clock_policy.h"
+
+namespace tiercache {
+
+void ClockPolicy::add(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
+  std::lock_guard<std::mutex> g(lock_);
+  h.meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+  list_.pushHead(ref);
+}
+
+bool ClockPolicy::remove(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
+  std::lock_guard<std::mutex> g(lock_);
+  if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
+  list_.unlink(ref);
+  h.meta.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+void ClockPolicy::recordAccess(uint32_t ref) {
+  std::atomic<uint32_t>& meta = r_.hook(ref).meta;
+  const uint32_t m = meta.load(std::memory_order_relaxed);
+  // Only members carry the bit: a removed item's hook must stay zero.
+  if ((m & EvictionHook::kInList) && !(m & EvictionHook::kAccessed)) {
+    meta.fetch_or(EvictionHook::kAccessed, std::memory_order_relaxed);
+  }
+}
+
+size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
+  std::lock_guard<std::mutex> g(lock_);
+  size_t taken = 0;
+  size_t scanned = 0;
+  uint32_t cur = list_.tail();
+  while (cur != IntrusiveList::kNull && taken < want && scanned < maxScan) {
+    const uint32_t prev = list_.prevOf(cur);
+    ++scanned;
+    EvictionHook& h = r_.hook(cur);
+    if (h.meta.load(std::memory_order_relaxed) & EvictionHook::kAccessed) {
+      h.meta.fetch_and(~EvictionHook::kAccessed, std::memory_order_relaxed);
+      list_.unlink(cur);
+      list_.pushHead(cur);
+    } else {
+      const auto verdict = visitor.visit(cur);
+      if (verdict == EvictionVisitor::Verdict::kStop) break;
+      if (verdict == EvictionVisitor::Verdict::kTake) {
+        list_.unlink(cur);
+        h.meta.store(0, std::memory_order_relaxed);
+        ++taken;
+      }
+    }
+    cur = prev;
+  }
+  return taken;
+}
+
+size_t ClockPolicy::size() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return list_.size();
+}
+
+bool ClockPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+  std::lock_guard<std::mutex> g(lock_);
+  return list_.forEach(fn, ctx);
+}
+
+}  // namespace tiercache

@@ -1,0 +1,43 @@
+// LruPolicy: least-recently-used with optional mid-point insertion.
+//
+// Two lists under one lock: hot (above the insertion point) and cold
+// (below). With insertion point k > 0, new items enter at the head of cold,
+// and cold is kept at size/2^k by moving items across the boundary, so a
+// one-pass scan of new keys only churns the bottom 1/2^k of the list. With
+// k = 0 everything lives in hot (classic LRU). A hit promotes to the head of
+// hot, at most once per refresh interval per item, and gives up instead of
+// waiting when the lock is busy: LRU order is approximate by design.
+#pragma once
+
+#include <mutex>
+
+#include "eviction_policy.h"
+#include "intrusive_list.h"
+
+namespace tiercache {
+
+class LruPolicy final : public EvictionPolicy {
+ public:
+  LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs);
+
+  void add(uint32_t ref) override;
+  bool remove(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override;
+  size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
+  size_t size() const override;
+  const char* name() const override { return "lru"; }
+  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+
+ private:
+  void rebalanceLocked();
+  IntrusiveList& listOf(uint32_t meta) { return (meta & EvictionHook::kHot) ? hot_ : cold_; }
+
+  const HookResolver& r_;
+  const uint32_t insertionPoint_;
+  const uint32_t refreshMs_;
+  mutable std::mutex lock_;
+  IntrusiveList hot_;
+  IntrusiveList cold_;
+};
+
+}  // namespace tiercache

@@ -1,0 +1,318 @@
+// Behaviour of the Cache facade, run once per eviction policy.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "allocator/cache.h"
+#include "allocator/item.h"
+#include "allocator/slab_allocator.h"
+#include "test_util.h"
+
+namespace tiercache {
+
+// Reaches into a cache for tests that must corrupt it on purpose.
+class CacheTestPeer {
+ public:
+  static SlabTable& table(Cache& c) { return *c.table_; }
+};
+
+namespace {
+
+using test::checkValue;
+using test::makeValue;
+using test::smallDramConfig;
+
+class CacheTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  CacheConfig config(uint64_t bytes = 8 << 20) { return smallDramConfig(bytes, GetParam()); }
+};
+
+TEST_P(CacheTest, SetThenGetReturnsValueByteForByte) {
+  Cache cache(config());
+  std::string binary("a\0b\xff\x01zz", 7);
+  ASSERT_TRUE(cache.set("k1", binary));
+  ASSERT_TRUE(cache.set("k2", "hello"));
+  EXPECT_EQ(cache.get("k1"), binary);
+  EXPECT_EQ(cache.get("k2"), "hello");
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, MissReturnsNulloptAndCountsGets) {
+  Cache cache(config());
+  EXPECT_FALSE(cache.get("nope").has_value());
+  EXPECT_FALSE(cache.find("nope"));
+  ASSERT_TRUE(cache.set("yes", "1"));
+  EXPECT_TRUE(cache.get("yes").has_value());
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.gets, 3u);
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.items, 1u);
+}
+
+TEST_P(CacheTest, EmptyValueAndEmptyKeyAreStored) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("", "empty key"));
+  ASSERT_TRUE(cache.set("empty value", ""));
+  EXPECT_EQ(cache.get(""), "empty key");
+  EXPECT_EQ(cache.get("empty value"), "");
+}
+
+TEST_P(CacheTest, OverwriteReplacesValueAndFreesOldSlot) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", std::string(100, 'a')));
+  ASSERT_TRUE(cache.set("k", std::string(3000, 'b')));
+  EXPECT_EQ(cache.get("k"), std::string(3000, 'b'));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.replaces, 1u);
+  EXPECT_EQ(s.items, 1u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, RemoveDeletesOnlyThatKey) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("a", "1"));
+  ASSERT_TRUE(cache.set("b", "2"));
+  EXPECT_TRUE(cache.remove("a"));
+  EXPECT_FALSE(cache.remove("a"));
+  EXPECT_FALSE(cache.get("a").has_value());
+  EXPECT_EQ(cache.get("b"), "2");
+  EXPECT_EQ(cache.stats().removes, 1u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, FindHandleExposesKeyAndValue) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("key", "value"));
+  ReadHandle h = cache.find("key");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h.key(), "key");
+  EXPECT_EQ(h.value(), "value");
+  EXPECT_EQ(h.tier(), 0u);
+}
+
+TEST_P(CacheTest, AllocateAndInsertOrReplaceIsZeroCopy) {
+  Cache cache(config());
+  WriteHandle w = cache.allocate("zc", 1000);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w.size(), 1000u);
+  for (size_t i = 0; i < w.size(); ++i) w.data()[i] = static_cast<char>(i * 7);
+  EXPECT_FALSE(cache.find("zc")) << "not visible before insert";
+  EXPECT_FALSE(cache.insertOrReplace(std::move(w)));
+  EXPECT_FALSE(w);
+  ReadHandle h = cache.find("zc");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h.value().size(), 1000u);
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(h.value()[i], static_cast<char>(i * 7));
+  WriteHandle w2 = cache.allocate("zc", 5);
+  std::memcpy(w2.data(), "again", 5);
+  EXPECT_TRUE(cache.insertOrReplace(std::move(w2)));
+  EXPECT_EQ(h.value().size(), 1000u) << "an old handle keeps the old item";
+  EXPECT_EQ(cache.get("zc"), "again");
+}
+
+TEST_P(CacheTest, InsertingAnEmptyHandleThrows) {
+  Cache cache(config());
+  WriteHandle empty;
+  EXPECT_THROW(cache.insertOrReplace(std::move(empty)), std::invalid_argument);
+}
+
+TEST_P(CacheTest, DroppedWriteHandleReturnsItsSlot) {
+  Cache cache(config());
+  { WriteHandle w = cache.allocate("never", 200); ASSERT_TRUE(w); }
+  EXPECT_FALSE(cache.find("never"));
+  EXPECT_EQ(cache.stats().items, 0u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, HandleOutlivesRemove) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", "pinned value"));
+  ReadHandle h = cache.find("k");
+  ASSERT_TRUE(cache.remove("k"));
+  EXPECT_FALSE(cache.find("k"));
+  // The slot may not be reused while the handle lives.
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.set("other" + std::to_string(i), "pinned XXXXX"));
+  EXPECT_EQ(h.value(), "pinned value");
+  h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, HandleOutlivesReplace) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", "v1"));
+  ReadHandle h = cache.find("k");
+  ASSERT_TRUE(cache.set("k", "v2"));
+  EXPECT_EQ(h.value(), "v1");
+  EXPECT_EQ(cache.get("k"), "v2");
+  h.reset();
+  EXPECT_EQ(cache.stats().items, 1u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, PinnedItemIsNeverEvicted) {
+  Cache cache(config(4 << 20));
+  const std::string pinnedValue = makeValue("pinned", 1, 500);
+  ASSERT_TRUE(cache.set("pinned", pinnedValue));
+  ReadHandle h = cache.find("pinned");
+  for (int i = 0; i < 40000; ++i) cache.set("fill" + std::to_string(i), makeValue("x", i, 500));
+  EXPECT_GT(cache.stats().evictions, 0u);
+  EXPECT_EQ(h.value(), pinnedValue);
+  EXPECT_EQ(cache.get("pinned"), pinnedValue) << "still indexed: it was never evicted";
+  h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, TooLargeKeyOrValueIsRefusedAndCounted) {
+  Cache cache(config());
+  EXPECT_FALSE(cache.set(std::string(256, 'k'), "v"));
+  EXPECT_TRUE(cache.set(std::string(255, 'k'), "v"));
+  const size_t maxValue = cache.maxValueSize(3);
+  EXPECT_TRUE(cache.set("big", std::string(maxValue, 'v')));
+  EXPECT_EQ(cache.get("big")->size(), maxValue);
+  EXPECT_FALSE(cache.set("big", std::string(maxValue + 1, 'v')));
+  EXPECT_FALSE(cache.allocate("k", size_t{1} << 30));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.alloc_too_large, 3u);
+  EXPECT_EQ(s.set_failures, 2u);
+  EXPECT_EQ(cache.get("big")->size(), maxValue) << "a refused overwrite keeps the old value";
+}
+
+TEST_P(CacheTest, FullCacheEvictsAndKeepsNewestItems) {
+  Cache cache(config(4 << 20));
+  const int n = 30000;  // ~15 MB of 500-byte values into 4 MiB
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(cache.set("key" + std::to_string(i), makeValue("key" + std::to_string(i), 0, 500)));
+  const CacheStats s = cache.stats();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_LT(s.items, static_cast<uint64_t>(n));
+  EXPECT_EQ(s.items + s.evictions, static_cast<uint64_t>(n));
+  for (int i = n - 100; i < n; ++i) {
+    const std::string k = "key" + std::to_string(i);
+    auto v = cache.get(k);
+    ASSERT_TRUE(v.has_value()) << k;
+    EXPECT_TRUE(checkValue(k, *v));
+  }
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, FrequentlyReadKeySurvivesChurn) {
+  CacheConfig cfg = config(4 << 20);
+  cfg.eviction.lru_refresh_ms = 0;
+  Cache cache(cfg);
+  ASSERT_TRUE(cache.set("hot", "hot value"));
+  for (int i = 0; i < 30000; ++i) {
+    ASSERT_TRUE(cache.get("hot").has_value()) << "evicted after " << i << " inserts";
+    cache.set("cold" + std::to_string(i), std::string(500, 'c'));
+  }
+}
+
+TEST_P(CacheTest, PoolsAreSeparateAndNamed) {
+  CacheConfig cfg = config(8 << 20);
+  cfg.pools = {{"main", 0.75}, {"side", 0.25}};
+  Cache cache(cfg);
+  EXPECT_EQ(cache.poolCount(), 2u);
+  const PoolId side = cache.poolId("side");
+  EXPECT_EQ(side, 1);
+  EXPECT_THROW(cache.poolId("nope"), std::out_of_range);
+  EXPECT_THROW(cache.allocate(7, "k", 1), std::out_of_range);
+  for (int i = 0; i < 20000; ++i) {
+    WriteHandle w = cache.allocate(side, "s" + std::to_string(i), 400);
+    ASSERT_TRUE(w);
+    cache.insertOrReplace(std::move(w));
+  }
+  const CacheStats s = cache.stats();
+  ASSERT_EQ(s.pools.size(), 2u);
+  EXPECT_EQ(s.pools[1].name, "side");
+  EXPECT_EQ(s.pools[1].slabs, s.pools[1].slab_quota) << "side pool filled its share";
+  EXPECT_EQ(s.pools[0].slabs, 0u) << "main pool untouched";
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, StarvingClassGetsSlabFromIdleClass) {
+  Cache cache(config(4 << 20));
+  // Fill every slab with small items, then ask for large ones only.
+  for (int i = 0; i < 60000; ++i) cache.set("small" + std::to_string(i), std::string(40, 's'));
+  const uint64_t before = cache.stats().rebalanced_slabs;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(cache.set("large" + std::to_string(i), std::string(20000, 'L'))) << i;
+  }
+  const CacheStats s = cache.stats();
+  EXPECT_GT(s.rebalanced_slabs, before);
+  EXPECT_EQ(cache.get("large199"), std::string(20000, 'L'));
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_P(CacheTest, StatsExportAsJsonAndPrometheus) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("a", "1"));
+  cache.get("a");
+  cache.get("b");
+  const CacheStats s = cache.stats();
+  auto j = nlohmann::json::parse(s.toJson());
+  EXPECT_EQ(j["gets"], 2);
+  EXPECT_EQ(j["hits"], 1);
+  EXPECT_DOUBLE_EQ(j["hit_ratio"].get<double>(), 0.5);
+  EXPECT_EQ(j["items"], 1);
+  EXPECT_EQ(j["tiers"][0]["name"], "dram");
+  EXPECT_EQ(j["tiers"][0]["mapped_bytes"], 8 << 20);
+  EXPECT_EQ(j["item_header_bytes"], 28);
+  const std::string prom = s.toPrometheus();
+  EXPECT_NE(prom.find("tiercache_hits_total 1\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("tiercache_tier_items{tier=\"dram\"} 1\n"), std::string::npos) << prom;
+}
+
+TEST_P(CacheTest, ConsistencyCheckerReportsCorruption) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("a", "1"));
+  ASSERT_EQ(cache.checkConsistency(), "");
+  // Forge a leaked pin on the item: the checker must notice.
+  ReadHandle h = cache.find("a");
+  Item* item = CacheTestPeer::table(cache).item(h.ref());
+  h.reset();
+  item->state.fetch_add(1);
+  EXPECT_NE(cache.checkConsistency().find("pinned"), std::string::npos);
+  item->state.fetch_sub(1);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, CacheTest, ::testing::Values("lru", "lru-midpoint", "clock"));
+
+// Keys are compared in full: with every key in one bucket, no lookup may
+// return another key's value.
+TEST(CacheIndex, AllKeysInOneBucketNeverReturnAnotherKeysValue) {
+  CacheHooks hooks;
+  hooks.hash = [](std::string_view) -> uint64_t { return 42; };
+  Cache cache(smallDramConfig(8 << 20), hooks);
+  const int n = 1500;
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(cache.set("key" + std::to_string(i), "value" + std::to_string(i)));
+  for (int i = 0; i < n; i += 2) ASSERT_TRUE(cache.remove("key" + std::to_string(i)));
+  for (int i = 0; i < n; ++i) {
+    auto v = cache.get("key" + std::to_string(i));
+    if (i % 2 == 0) {
+      EXPECT_FALSE(v.has_value()) << i;
+    } else {
+      ASSERT_TRUE(v.has_value()) << i;
+      EXPECT_EQ(*v, "value" + std::to_string(i));
+    }
+  }
+  EXPECT_FALSE(cache.get("key").has_value());
+  EXPECT_FALSE(cache.get("key15000").has_value());
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST(CacheMetadata, HeaderAndIndexCostAtMost32BytesPerItem) {
+  CacheConfig cfg = smallDramConfig(16 << 20);
+  cfg.index.bucket_power = 17;  // ~ one bucket per item at this fill
+  Cache cache(cfg);
+  for (int i = 0; i < 200000; ++i) cache.set("k" + std::to_string(i), std::string(30, 'v'));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.item_header_bytes, sizeof(Item));
+  EXPECT_GT(s.items, 100000u);
+  EXPECT_LE(s.index_bytes_per_item, 4.0);
+  EXPECT_LE(s.item_header_bytes + s.index_bytes_per_item, 32.0);
+}
+
+}  // namespace
+}  // namespace tiercache

@@ -1,0 +1,65 @@
+// Helpers shared by the cache tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "allocator/cache_config.h"
+
+namespace tiercache::test {
+
+// A one-tier DRAM config with small slabs so that a few MiB hold many slabs.
+inline CacheConfig smallDramConfig(uint64_t bytes, const std::string& policy = "lru", uint64_t slab = 256 << 10) {
+  CacheConfig cfg;
+  cfg.slab_size = slab;
+  TierConfig t;
+  t.name = "dram";
+  t.kind = TierKind::kDram;
+  t.size = bytes;
+  cfg.tiers.push_back(t);
+  cfg.allocation.min_size = 64;
+  cfg.allocation.max_size = static_cast<uint32_t>(slab);
+  cfg.allocation.growth_factor = 1.5;
+  cfg.index.bucket_power = 16;
+  cfg.index.lock_power = 8;
+  if (policy == "clock") {
+    cfg.eviction.policy = EvictionPolicyKind::kClock;
+  } else {
+    cfg.eviction.policy = EvictionPolicyKind::kLru;
+    if (policy == "lru-midpoint") cfg.eviction.lru_insertion_point = 1;
+  }
+  return cfg;
+}
+
+inline uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// A value of `size` bytes derived from key and version: the first 16 bytes
+// carry a checksum of the rest, so a reader can verify it knowing nothing.
+inline std::string makeValue(std::string_view key, uint32_t version, size_t size) {
+  std::string v(size < 16 ? 16 : size, '\0');
+  uint64_t x = fnv1a(key) ^ (uint64_t{version} * 0x9E3779B97F4A7C15ull);
+  for (size_t i = 16; i < v.size(); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v[i] = static_cast<char>(x);
+  }
+  const uint64_t sum = fnv1a(std::string_view(v).substr(16)) ^ fnv1a(key);
+  const uint64_t len = v.size();
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(sum >> (8 * i));
+  for (int i = 0; i < 8; ++i) v[8 + i] = static_cast<char>(len >> (8 * i));
+  return v;
+}
+
+// True if v is a value makeValue produced for this key (any version).
+inline bool checkValue(std::string_view key, std::string_view v) {
+  if (v.size() < 16) return false;
+  uint64_t sum = 0, len = 0;
+  for (int i = 0; i < 8; ++i) sum |= uint64_t(static_cast<unsigned char>(v[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i) len |= uint64_t(static_cast<unsigned char>(v[8 + i])) << (8 * i);
+  return len == v.size() && sum == (fnv1a(v.substr(16)) ^ fnv1a(key));
+}
+
+}  // namespace tiercache::test

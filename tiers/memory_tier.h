@@ -1,0 +1,61 @@
+// MemoryTier: the narrow interface every tier backend implements.
+//
+// A tier is one contiguous, byte-addressable region that the slab allocator
+// cuts into slabs. Backends know memory, not items.
+//
+// Contract (all backends):
+//   - open (the backend's factory/constructor) either returns a usable tier
+//     or throws TierError naming the tier and the reason (missing or
+//     unwritable path, too small, kind unavailable); it never returns a
+//     half-working tier.
+//   - base() is valid, readable and writable for size() bytes until the tier
+//     is destroyed; size() is a whole number of slabs (the configured size
+//     rounded down) and never changes.
+//   - A volatile tier's memory reads as zero at open. A persistent tier's
+//     memory holds what was persisted before.
+//   - mappedBytes() is what the tier took from the OS (mapping or file size),
+//     at most the configured size.
+//   - persist(p, n) makes [p, p+n) durable on a persistent tier and is a
+//     no-op on a volatile one. Thread-safe; ranges may overlap.
+//   - Destruction unmaps and releases everything the tier took.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "tier_config.h"
+
+namespace tiercache {
+
+class TierError : public std::runtime_error {
+ public:
+  TierError(const std::string& tier, const std::string& reason)
+      : std::runtime_error("tier '" + tier + "': " + reason), tier_(tier) {}
+  const std::string& tier() const noexcept { return tier_; }
+
+ private:
+  std::string tier_;
+};
+
+class MemoryTier {
+ public:
+  virtual ~MemoryTier() = default;
+
+  virtual std::byte* base() const = 0;
+  virtual uint64_t size() const = 0;
+  virtual uint64_t mappedBytes() const = 0;
+  virtual TierKind kind() const = 0;
+  virtual const std::string& name() const = 0;
+  // One line for reports: "dram, 128 MiB, node 0".
+  virtual std::string describe() const = 0;
+  virtual bool persistent() const { return false; }
+  virtual void persist(const void* addr, size_t len) const {}
+};
+
+// Opens the backend for cfg.kind with cfg.size rounded down to slabSize.
+std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize);
+
+}  // namespace tiercache
