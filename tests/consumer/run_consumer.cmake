@@ -61,7 +61,8 @@ elseif(STEP STREQUAL "pkgconfig")
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   run(${CXX} -std=c++20 -O1 ${consumer_dir}/main.cc ${flags} -o ${build}/consumer)
-  run(${build}/consumer)
+  # pkg-config gives no rpath: a shared libtiercache is found through this.
+  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${PREFIX}/${LIBDIR} ${build}/consumer)
 
 else()
   message(FATAL_ERROR "unknown STEP '${STEP}'")
