@@ -1,0 +1,54 @@
+// KeySpace: key index -> key string and value size, both pure functions of
+// the index, so any thread can rebuild what another wrote and check it.
+//
+// A key is the index in fixed-width hex (unique by construction), padded to
+// a per-key length in [key_size.min, key_size.max] with filler characters
+// that also derive from the index. The value size is drawn the same way from
+// [value_size.min, value_size.max].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "bench/workload.h"
+
+namespace tiercache::bench {
+
+// splitmix64's finalizer: a cheap bijective mix of 64 bits.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class KeySpace {
+ public:
+  static constexpr uint64_t kMaxKeys = 1ull << 48;
+
+  KeySpace(uint64_t keys, SizeRange keySize, SizeRange valueSize);
+  explicit KeySpace(const WorkloadConfig& c) : KeySpace(c.keys, c.key_size, c.value_size) {}
+
+  uint64_t size() const { return keys_; }
+  // Hex digits needed to number `keys` keys (at least 1).
+  static size_t indexWidth(uint64_t keys);
+
+  // Writes the key of `index` into out (reusing its capacity).
+  void key(uint64_t index, std::string& out) const;
+  std::string key(uint64_t index) const {
+    std::string s;
+    key(index, s);
+    return s;
+  }
+  size_t keyLength(uint64_t index) const;
+  size_t valueSize(uint64_t index) const;
+
+ private:
+  uint64_t keys_;
+  SizeRange keySize_;
+  SizeRange valueSize_;
+  size_t width_;
+};
+
+}  // namespace tiercache::bench

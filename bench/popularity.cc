@@ -1,0 +1,91 @@
+#include "bench/popularity.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace tiercache::bench {
+
+namespace {
+// log1p(x)/x and expm1(x)/x, with their limit 1 at x = 0.
+double log1pOverX(double x) { return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x / 2.0; }
+double expm1OverX(double x) { return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x / 2.0; }
+}  // namespace
+
+std::unique_ptr<KeySampler> KeySampler::make(const PopularityConfig& config, uint64_t keys) {
+  switch (config.kind) {
+    case PopularityKind::kUniform: return std::make_unique<UniformSampler>(keys);
+    case PopularityKind::kZipf: return std::make_unique<ZipfSampler>(keys, config.alpha);
+    case PopularityKind::kNormal: return std::make_unique<NormalSampler>(keys, config.stddev_fraction);
+  }
+  return nullptr;
+}
+
+ZipfSampler::ZipfSampler(uint64_t keys, double alpha) : keys_(keys), alpha_(alpha) {
+  hIntegralX1_ = hIntegral(1.5) - 1.0;
+  hIntegralN_ = hIntegral(double(keys) + 0.5);
+  s_ = 2.0 - hIntegralInverse(hIntegral(2.5) - h(2.0));
+  // The exact sum for small n; for large n the head exactly plus the tail
+  // by Euler-Maclaurin (error far below what tests can observe).
+  constexpr uint64_t kExact = 1'000'000;
+  norm_ = 0;
+  for (uint64_t k = 1; k <= std::min(keys, kExact); ++k) norm_ += h(double(k));
+  if (keys > kExact) {
+    double a = double(kExact), b = double(keys);
+    double integral = alpha == 1.0 ? std::log(b / a) : (std::pow(b, 1 - alpha) - std::pow(a, 1 - alpha)) / (1 - alpha);
+    norm_ += integral + (h(b) - h(a)) / 2.0;
+  }
+}
+
+double ZipfSampler::h(double x) const { return std::exp(-alpha_ * std::log(x)); }
+
+// H(x) = (x^(1-alpha) - 1) / (1-alpha), or log(x) when alpha = 1.
+double ZipfSampler::hIntegral(double x) const {
+  double logX = std::log(x);
+  return expm1OverX((1.0 - alpha_) * logX) * logX;
+}
+
+double ZipfSampler::hIntegralInverse(double y) const {
+  double t = y * (1.0 - alpha_);
+  if (t < -1.0) t = -1.0;  // rounding can push it just past the domain
+  return std::exp(log1pOverX(t) * y);
+}
+
+// Draw x from the continuous density h on [0.5, n + 0.5] by inversion,
+// round it to the rank k, and accept k with probability h(k) / (the mass of
+// h over [k - 0.5, k + 0.5]); most draws pass the cheap first test.
+uint64_t ZipfSampler::sample(Rng& rng) const {
+  for (;;) {
+    double u = hIntegralN_ + rng.uniform() * (hIntegralX1_ - hIntegralN_);
+    double x = hIntegralInverse(u);
+    double kd = std::floor(x + 0.5);
+    if (kd < 1.0) kd = 1.0;
+    if (kd > double(keys_)) kd = double(keys_);
+    if (kd - x <= s_ || u >= hIntegral(kd + 0.5) - h(kd)) return uint64_t(kd) - 1;
+  }
+}
+
+double ZipfSampler::probability(uint64_t index) const { return h(double(index + 1)) / norm_; }
+
+NormalSampler::NormalSampler(uint64_t keys, double stddevFraction)
+    : keys_(keys), mean_(double(keys - 1) / 2.0), stddev_(stddevFraction * double(keys)) {}
+
+uint64_t NormalSampler::sample(Rng& rng) const {
+  for (;;) {
+    // Box-Muller; one of the pair is enough here.
+    double u1 = 1.0 - rng.uniform();  // (0, 1]
+    double u2 = rng.uniform();
+    double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    double v = std::floor(mean_ + z * stddev_ + 0.5);
+    if (v >= 0.0 && v < double(keys_)) return uint64_t(v);
+  }
+}
+
+double NormalSampler::probability(uint64_t index) const {
+  double z = (double(index) - mean_) / stddev_;
+  // Truncation to [0, keys) rescales the density by the mass kept.
+  double lo = (-0.5 - mean_) / stddev_, hi = (double(keys_) - 0.5 - mean_) / stddev_;
+  double kept = 0.5 * (std::erf(hi / std::numbers::sqrt2) - std::erf(lo / std::numbers::sqrt2));
+  return std::exp(-0.5 * z * z) / (stddev_ * std::sqrt(2.0 * std::numbers::pi)) / kept;
+}
+
+}  // namespace tiercache::bench

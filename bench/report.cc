@@ -1,0 +1,128 @@
+#include "bench/report.h"
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tiercache::bench {
+
+namespace {
+
+using json = nlohmann::json;
+
+double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0.0; }
+double rate(uint64_t n, double seconds) { return seconds > 0 ? double(n) / seconds : 0.0; }
+
+// The measured-phase change of the cache counters.
+struct CacheDelta {
+  uint64_t alloc_attempts, alloc_success, evictions, gets, hits;
+};
+
+CacheDelta delta(const WorkloadResult& r) {
+  return CacheDelta{r.after.alloc_attempts - r.before.alloc_attempts, r.after.alloc_success - r.before.alloc_success,
+                    r.after.evictions - r.before.evictions, r.after.gets - r.before.gets,
+                    r.after.hits - r.before.hits};
+}
+
+std::string sformat(const char* fmt, auto... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+std::string opLine(const char* name, uint64_t count, uint64_t success, double seconds) {
+  return sformat("%-10s: %15s/s, success : %6.2f%%\n", name, withCommas(uint64_t(rate(count, seconds) + 0.5)).c_str(),
+                pct(success, count));
+}
+
+}  // namespace
+
+std::string withCommas(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r) {
+  CacheDelta d = delta(r);
+  std::string s = "== Test Results ==\n";
+  for (const TierStats& t : r.after.tiers) {
+    std::string label = "Items in " + t.name;
+    s += sformat("%-14s: %s\n", label.c_str(), withCommas(t.items).c_str());
+  }
+  s += sformat("Alloc Attempts: %s Success: %.2f%%\n", withCommas(d.alloc_attempts).c_str(),
+              pct(d.alloc_success, d.alloc_attempts));
+  s += sformat("Evictions     : %s\n", withCommas(d.evictions).c_str());
+  s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
+  s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
+  s += opLine("get", r.ops.gets, r.ops.get_hits, r.elapsed_seconds);
+  s += opLine("set", r.ops.sets, r.ops.set_success, r.elapsed_seconds);
+  s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
+  if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
+  s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
+  if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
+  s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
+              r.elapsed_seconds, withCommas(uint64_t(rate(r.ops.ops(), r.elapsed_seconds) + 0.5)).c_str());
+  if (config.prepopulate)
+    s += sformat("Prepopulate   : %s sets (%.2f%% stored) in %.3f s\n", withCommas(r.prepopulate.sets).c_str(),
+                pct(r.prepopulate.set_success, r.prepopulate.sets), r.prepopulate_seconds);
+  s += sformat("Metadata      : %u B item header, %.2f B index per item, %s B outside the tiers\n",
+              r.after.item_header_bytes, r.after.index_bytes_per_item, withCommas(r.after.metadata_bytes).c_str());
+  return s;
+}
+
+std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r) {
+  CacheDelta d = delta(r);
+  auto op = [&](uint64_t count, uint64_t success) {
+    return json{{"count", count},
+                {"success", success},
+                {"per_second", rate(count, r.elapsed_seconds)},
+                {"success_ratio", count ? double(success) / double(count) : 0.0}};
+  };
+  json tiers = json::array();
+  for (const TierStats& t : r.after.tiers)
+    tiers.push_back({{"name", t.name}, {"kind", t.kind}, {"items", t.items}, {"hits", t.hits}});
+  json j = {
+      {"workload", json::parse(config.toJson())},
+      {"cache",
+       {{"tiers", tiers},
+        {"items", r.after.items},
+        {"alloc_attempts", d.alloc_attempts},
+        {"alloc_success", d.alloc_success},
+        {"alloc_success_ratio", d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0},
+        {"evictions", d.evictions},
+        {"gets", d.gets},
+        {"hits", d.hits},
+        {"hit_ratio", d.gets ? double(d.hits) / double(d.gets) : 0.0},
+        {"item_header_bytes", r.after.item_header_bytes},
+        {"index_bytes_per_item", r.after.index_bytes_per_item},
+        {"metadata_bytes", r.after.metadata_bytes}}},
+      {"ops",
+       {{"get", op(r.ops.gets, r.ops.get_hits)},
+        {"set", op(r.ops.sets, r.ops.set_success)},
+        {"del", op(r.ops.removes, r.ops.remove_success)},
+        {"lookaside_sets", r.ops.lookaside_sets},
+        {"total", r.ops.ops()},
+        {"per_second", rate(r.ops.ops(), r.elapsed_seconds)}}},
+      {"value_check_failures", r.ops.value_mismatches},
+      {"elapsed_seconds", r.elapsed_seconds},
+      {"prepopulate",
+       {{"sets", r.prepopulate.sets}, {"stored", r.prepopulate.set_success}, {"seconds", r.prepopulate_seconds}}},
+  };
+  if (!r.first_mismatch.empty()) j["first_value_check_failure"] = r.first_mismatch;
+  return j.dump(2);
+}
+
+std::string formatProgress(const ProgressSnapshot& p) {
+  uint64_t ops = p.counts.ops();
+  return sformat("[%7.1fs] %s ops, %s ops/s, hit ratio %.2f%%, value check failures %s", p.seconds,
+                withCommas(ops).c_str(), withCommas(uint64_t(rate(ops, p.seconds) + 0.5)).c_str(),
+                pct(p.counts.get_hits, p.counts.gets), withCommas(p.counts.value_mismatches).c_str());
+}
+
+}  // namespace tiercache::bench

@@ -1,0 +1,230 @@
+#include "bench/runner.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bench/key_space.h"
+#include "bench/popularity.h"
+#include "bench/value_codec.h"
+
+namespace tiercache::bench {
+
+OpCounts& OpCounts::operator+=(const OpCounts& o) {
+  gets += o.gets;
+  get_hits += o.get_hits;
+  sets += o.sets;
+  set_success += o.set_success;
+  lookaside_sets += o.lookaside_sets;
+  removes += o.removes;
+  remove_success += o.remove_success;
+  value_mismatches += o.value_mismatches;
+  return *this;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One writer (its worker), any number of readers (progress): relaxed
+// load+store is enough and costs a plain store on x86.
+struct alignas(64) ThreadCounters {
+  std::atomic<uint64_t> gets{0}, get_hits{0}, sets{0}, set_success{0}, lookaside_sets{0}, removes{0},
+      remove_success{0}, value_mismatches{0};
+
+  static void bump(std::atomic<uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+  OpCounts read() const {
+    OpCounts o;
+    o.gets = gets.load(std::memory_order_relaxed);
+    o.get_hits = get_hits.load(std::memory_order_relaxed);
+    o.sets = sets.load(std::memory_order_relaxed);
+    o.set_success = set_success.load(std::memory_order_relaxed);
+    o.lookaside_sets = lookaside_sets.load(std::memory_order_relaxed);
+    o.removes = removes.load(std::memory_order_relaxed);
+    o.remove_success = remove_success.load(std::memory_order_relaxed);
+    o.value_mismatches = value_mismatches.load(std::memory_order_relaxed);
+    return o;
+  }
+};
+
+class Worker {
+ public:
+  Worker(Cache& cache, const WorkloadConfig& config, const KeySpace& keys, const KeySampler& sampler,
+         uint32_t thread, ThreadCounters& counters, std::mutex& mismatchMu, std::string& firstMismatch)
+      : cache_(cache),
+        config_(config),
+        keys_(keys),
+        sampler_(sampler),
+        thread_(thread),
+        rng_(Rng::forThread(config.seed, thread)),
+        c_(counters),
+        mismatchMu_(mismatchMu),
+        firstMismatch_(firstMismatch) {}
+
+  void prepopulate() {
+    uint64_t n = keys_.size();
+    uint32_t stride = config_.threads;
+    if (thread_ >= n) return;
+    for (uint64_t i = n - 1 - thread_;; i -= stride) {
+      set(i);
+      if (i < stride) break;
+    }
+  }
+
+  void run() {
+    double getCut = config_.get_ratio;
+    double setCut = config_.get_ratio + config_.set_ratio;
+    for (uint64_t op = 0; op < config_.ops_per_thread; ++op) {
+      double r = rng_.uniform();
+      uint64_t index = sampler_.sample(rng_);
+      if (r < getCut) {
+        get(index);
+      } else if (r < setCut) {
+        set(index);
+      } else {
+        remove(index);
+      }
+    }
+  }
+
+ private:
+  void get(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.gets);
+    ReadHandle h = cache_.find(key_);
+    if (h) {
+      ThreadCounters::bump(c_.get_hits);
+      if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
+      return;
+    }
+    h.reset();
+    if (config_.lookaside) {
+      ThreadCounters::bump(c_.lookaside_sets);
+      set(index);
+    }
+  }
+
+  void set(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.sets);
+    size_t size = keys_.valueSize(index);
+    WriteHandle w = cache_.allocate(key_, size);
+    if (!w) return;
+    ValueCodec::fill(key_, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), size);
+    cache_.insertOrReplace(std::move(w));
+    ThreadCounters::bump(c_.set_success);
+  }
+
+  void remove(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.removes);
+    if (cache_.remove(key_)) ThreadCounters::bump(c_.remove_success);
+  }
+
+  void mismatch(uint64_t index, const ReadHandle& h) {
+    ThreadCounters::bump(c_.value_mismatches);
+    std::lock_guard lock(mismatchMu_);
+    if (!firstMismatch_.empty()) return;
+    firstMismatch_ = "key index " + std::to_string(index) + " (\"" + key_ + "\"): expected " +
+                     std::to_string(keys_.valueSize(index)) + " bytes, read " + std::to_string(h.value().size()) +
+                     " bytes under key \"" + std::string(h.key()) + "\" from tier " + std::to_string(h.tier());
+  }
+
+  Cache& cache_;
+  const WorkloadConfig& config_;
+  const KeySpace& keys_;
+  const KeySampler& sampler_;
+  uint32_t thread_;
+  Rng rng_;
+  ThreadCounters& c_;
+  std::mutex& mismatchMu_;
+  std::string& firstMismatch_;
+  std::string key_;
+  uint64_t stamp_ = 0;
+};
+
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+OpCounts sum(const std::vector<std::unique_ptr<ThreadCounters>>& counters) {
+  OpCounts total;
+  for (const auto& c : counters) total += c->read();
+  return total;
+}
+
+}  // namespace
+
+WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options) {
+  config.validate();
+  KeySpace keys(config);
+  std::unique_ptr<KeySampler> sampler = KeySampler::make(config.popularity, config.keys);
+  WorkloadResult result;
+  std::mutex mismatchMu;
+
+  auto makeWorkers = [&](std::vector<std::unique_ptr<ThreadCounters>>& counters) {
+    std::vector<std::unique_ptr<Worker>> workers;
+    for (uint32_t t = 0; t < config.threads; ++t) {
+      counters.push_back(std::make_unique<ThreadCounters>());
+      workers.push_back(std::make_unique<Worker>(cache, config, keys, *sampler, t, *counters.back(), mismatchMu,
+                                                 result.first_mismatch));
+    }
+    return workers;
+  };
+
+  if (config.prepopulate) {
+    std::vector<std::unique_ptr<ThreadCounters>> counters;
+    auto workers = makeWorkers(counters);
+    Clock::time_point t0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back([&w] { w->prepopulate(); });
+    for (auto& t : threads) t.join();
+    result.prepopulate_seconds = secondsSince(t0);
+    result.prepopulate = sum(counters);
+  }
+
+  std::vector<std::unique_ptr<ThreadCounters>> counters;
+  auto workers = makeWorkers(counters);
+  result.before = cache.stats();
+
+  std::mutex doneMu;
+  std::condition_variable doneCv;
+  uint32_t running = config.threads;
+  std::latch start(config.threads + 1);
+  std::vector<std::thread> threads;
+  for (auto& w : workers) {
+    threads.emplace_back([&, worker = w.get()] {
+      start.arrive_and_wait();
+      worker->run();
+      std::lock_guard lock(doneMu);
+      if (--running == 0) doneCv.notify_all();
+    });
+  }
+  start.arrive_and_wait();
+  Clock::time_point t0 = Clock::now();
+  {
+    std::unique_lock lock(doneMu);
+    bool report = options.progress && options.progress_interval.count() > 0;
+    while (running > 0) {
+      if (!report) {
+        doneCv.wait(lock, [&] { return running == 0; });
+        break;
+      }
+      if (doneCv.wait_for(lock, options.progress_interval, [&] { return running == 0; })) break;
+      lock.unlock();
+      options.progress(ProgressSnapshot{secondsSince(t0), sum(counters)});
+      lock.lock();
+    }
+  }
+  for (auto& t : threads) t.join();
+  result.elapsed_seconds = secondsSince(t0);
+  result.ops = sum(counters);
+  result.after = cache.stats();
+  return result;
+}
+
+}  // namespace tiercache::bench

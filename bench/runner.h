@@ -1,0 +1,59 @@
+// runWorkload: drives a WorkloadConfig against a Cache with N threads.
+//
+// Phase 1 (prepopulate) sets keys from the coldest index down to the
+// hottest, so that what survives eviction is what the measured phase will
+// ask for. Phase 2 (measured) runs ops_per_thread operations per thread.
+// Every value read is verified (ValueCodec); counters are per thread on
+// their own cache line and read by a progress callback while the run goes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "allocator/cache.h"
+#include "allocator/cache_stats.h"
+#include "bench/workload.h"
+
+namespace tiercache::bench {
+
+struct OpCounts {
+  uint64_t gets = 0;
+  uint64_t get_hits = 0;
+  uint64_t sets = 0;             // includes lookaside sets
+  uint64_t set_success = 0;
+  uint64_t lookaside_sets = 0;   // sets issued after a get miss
+  uint64_t removes = 0;
+  uint64_t remove_success = 0;
+  uint64_t value_mismatches = 0; // values read that failed verification
+
+  uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
+  OpCounts& operator+=(const OpCounts& o);
+};
+
+struct ProgressSnapshot {
+  double seconds = 0;   // since the measured phase started
+  OpCounts counts;      // so far, all threads
+};
+
+struct RunOptions {
+  // Called from the calling thread every interval while the measured
+  // phase runs (not at all when empty or interval is 0).
+  std::function<void(const ProgressSnapshot&)> progress;
+  std::chrono::milliseconds progress_interval{0};
+};
+
+struct WorkloadResult {
+  OpCounts prepopulate;        // sets issued to fill the cache
+  double prepopulate_seconds = 0;
+  OpCounts ops;                // measured phase
+  double elapsed_seconds = 0;  // measured phase, wall clock
+  CacheStats before;           // cache stats when the measured phase started
+  CacheStats after;            // ... and when it ended
+  std::string first_mismatch;  // description of the first failed verification
+};
+
+WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});
+
+}  // namespace tiercache::bench

@@ -1,0 +1,241 @@
+#include "bench/workload.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "allocator/cache.h"
+#include "allocator/cache_config.h"
+#include "bench/key_space.h"
+
+namespace tiercache::bench {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string typeName(const json& v) { return v.type_name(); }
+
+uint64_t parseUint(const json& v, const std::string& path) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer()) throw ConfigError(path, "must not be negative");
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d >= 0 && d == std::floor(d) && d < 1.8e19) return static_cast<uint64_t>(d);
+    throw ConfigError(path, "must be a whole number >= 0");
+  }
+  throw ConfigError(path, "must be an integer, not " + typeName(v));
+}
+
+// A byte count: a number or a size string such as "4KiB".
+uint64_t parseBytes(const json& v, const std::string& path) {
+  if (v.is_string()) return parseSize(v.get<std::string>(), path);
+  if (v.is_number()) return parseUint(v, path);
+  throw ConfigError(path, "must be a size (number or string like \"4KiB\"), not " + typeName(v));
+}
+
+double parseDouble(const json& v, const std::string& path) {
+  if (!v.is_number()) throw ConfigError(path, "must be a number, not " + typeName(v));
+  double d = v.get<double>();
+  if (!std::isfinite(d)) throw ConfigError(path, "must be finite");
+  return d;
+}
+
+bool parseBool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) throw ConfigError(path, "must be true or false, not " + typeName(v));
+  return v.get<bool>();
+}
+
+// [min, max], or one size for both.
+SizeRange parseRange(const json& v, const std::string& path) {
+  if (v.is_array()) {
+    if (v.size() != 2) throw ConfigError(path, "must be [min, max]");
+    return SizeRange{parseBytes(v[0], path + "[0]"), parseBytes(v[1], path + "[1]")};
+  }
+  uint64_t n = parseBytes(v, path);
+  return SizeRange{n, n};
+}
+
+PopularityKind parseKind(const json& v, const std::string& path) {
+  if (!v.is_string()) throw ConfigError(path, "must be \"uniform\", \"zipf\" or \"normal\"");
+  std::string s = v.get<std::string>();
+  if (s == "uniform") return PopularityKind::kUniform;
+  if (s == "zipf") return PopularityKind::kZipf;
+  if (s == "normal") return PopularityKind::kNormal;
+  throw ConfigError(path, "unknown distribution \"" + s + "\" (expected uniform, zipf or normal)");
+}
+
+PopularityConfig parsePopularity(const json& v, const std::string& path) {
+  PopularityConfig p;
+  if (v.is_string()) {
+    p.kind = parseKind(v, path);
+    return p;
+  }
+  if (!v.is_object()) throw ConfigError(path, "must be a distribution name or an object");
+  if (!v.contains("distribution")) throw ConfigError(path + ".distribution", "missing");
+  for (const auto& [key, val] : v.items()) {
+    std::string sub = path + "." + key;
+    if (key == "distribution") {
+      p.kind = parseKind(val, sub);
+    } else if (key == "alpha") {
+      p.alpha = parseDouble(val, sub);
+    } else if (key == "stddev_fraction") {
+      p.stddev_fraction = parseDouble(val, sub);
+    } else {
+      throw ConfigError(sub, "unknown key");
+    }
+  }
+  // A parameter of another distribution is a mistake, not something to ignore.
+  if (v.contains("alpha") && p.kind != PopularityKind::kZipf)
+    throw ConfigError(path + ".alpha", "only applies to the zipf distribution");
+  if (v.contains("stddev_fraction") && p.kind != PopularityKind::kNormal)
+    throw ConfigError(path + ".stddev_fraction", "only applies to the normal distribution");
+  return p;
+}
+
+// The option table: one row per key of the "workload" object.
+struct Option {
+  const char* name;
+  std::function<void(WorkloadConfig&, const json&, const std::string&)> parse;
+};
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> kOptions = {
+      {"threads",
+       [](WorkloadConfig& c, const json& v, const std::string& p) {
+         uint64_t n = parseUint(v, p);
+         if (n < 1 || n > 1024) throw ConfigError(p, "must be in [1,1024]");
+         c.threads = static_cast<uint32_t>(n);
+       }},
+      {"ops_per_thread", [](WorkloadConfig& c, const json& v, const std::string& p) { c.ops_per_thread = parseUint(v, p); }},
+      {"keys", [](WorkloadConfig& c, const json& v, const std::string& p) { c.keys = parseUint(v, p); }},
+      {"key_size", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_size = parseRange(v, p); }},
+      {"value_size", [](WorkloadConfig& c, const json& v, const std::string& p) { c.value_size = parseRange(v, p); }},
+      {"get_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.get_ratio = parseDouble(v, p); }},
+      {"set_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.set_ratio = parseDouble(v, p); }},
+      {"remove_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.remove_ratio = parseDouble(v, p); }},
+      {"popularity", [](WorkloadConfig& c, const json& v, const std::string& p) { c.popularity = parsePopularity(v, p); }},
+      {"lookaside", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lookaside = parseBool(v, p); }},
+      {"prepopulate", [](WorkloadConfig& c, const json& v, const std::string& p) { c.prepopulate = parseBool(v, p); }},
+      {"seed", [](WorkloadConfig& c, const json& v, const std::string& p) { c.seed = parseUint(v, p); }},
+      {"progress_interval_ms",
+       [](WorkloadConfig& c, const json& v, const std::string& p) {
+         uint64_t n = parseUint(v, p);
+         if (n > 3'600'000) throw ConfigError(p, "must be at most 3600000 (one hour)");
+         c.progress_interval_ms = static_cast<uint32_t>(n);
+       }},
+  };
+  return kOptions;
+}
+
+void checkRatio(double r, const char* name) {
+  if (!(r >= 0.0 && r <= 1.0)) throw ConfigError(std::string("workload.") + name, "must be in [0,1]");
+}
+
+}  // namespace
+
+const char* popularityName(PopularityKind kind) {
+  switch (kind) {
+    case PopularityKind::kUniform: return "uniform";
+    case PopularityKind::kZipf: return "zipf";
+    case PopularityKind::kNormal: return "normal";
+  }
+  return "?";
+}
+
+WorkloadConfig WorkloadConfig::fromJsonString(std::string_view document) {
+  json doc;
+  try {
+    doc = json::parse(document.begin(), document.end());
+  } catch (const json::parse_error& e) {
+    throw ConfigError("", std::string("invalid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) throw ConfigError("", "the config must be a JSON object");
+  WorkloadConfig c;
+  auto it = doc.find("workload");
+  if (it == doc.end()) return c;
+  if (!it->is_object()) throw ConfigError("workload", "must be an object");
+  for (const auto& [key, val] : it->items()) {
+    std::string path = "workload." + key;
+    bool known = false;
+    for (const Option& o : options()) {
+      if (key == o.name) {
+        o.parse(c, val, path);
+        known = true;
+        break;
+      }
+    }
+    if (!known) throw ConfigError(path, "unknown key");
+  }
+  c.validate();
+  return c;
+}
+
+WorkloadConfig WorkloadConfig::fromJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("", "cannot open config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return fromJsonString(ss.str());
+}
+
+void WorkloadConfig::validate() const {
+  if (threads < 1 || threads > 1024) throw ConfigError("workload.threads", "must be in [1,1024]");
+  if (ops_per_thread < 1) throw ConfigError("workload.ops_per_thread", "must be at least 1");
+  if (keys < 1) throw ConfigError("workload.keys", "must be at least 1");
+  if (keys > KeySpace::kMaxKeys)
+    throw ConfigError("workload.keys", "must be at most " + std::to_string(KeySpace::kMaxKeys));
+  if (key_size.min > key_size.max) throw ConfigError("workload.key_size", "min must not exceed max");
+  if (key_size.max > Cache::kMaxKeySize)
+    throw ConfigError("workload.key_size", "max must be at most " + std::to_string(Cache::kMaxKeySize));
+  size_t width = KeySpace::indexWidth(keys);
+  if (key_size.min < width)
+    throw ConfigError("workload.key_size", "min " + std::to_string(key_size.min) + " is shorter than the " +
+                                               std::to_string(width) + " characters that number " +
+                                               std::to_string(keys) + " keys");
+  if (value_size.min > value_size.max) throw ConfigError("workload.value_size", "min must not exceed max");
+  if (value_size.max > (1ull << 30)) throw ConfigError("workload.value_size", "max must be at most 1GiB");
+  checkRatio(get_ratio, "get_ratio");
+  checkRatio(set_ratio, "set_ratio");
+  checkRatio(remove_ratio, "remove_ratio");
+  double sum = get_ratio + set_ratio + remove_ratio;
+  if (std::fabs(sum - 1.0) > 1e-6) {
+    std::ostringstream os;
+    os << "get_ratio + set_ratio + remove_ratio must sum to 1 (they sum to " << sum << ")";
+    throw ConfigError("workload", os.str());
+  }
+  if (popularity.kind == PopularityKind::kZipf && !(popularity.alpha > 0.0 && popularity.alpha <= 10.0))
+    throw ConfigError("workload.popularity.alpha", "must be in (0,10]");
+  if (popularity.kind == PopularityKind::kNormal &&
+      !(popularity.stddev_fraction > 0.0 && popularity.stddev_fraction <= 10.0))
+    throw ConfigError("workload.popularity.stddev_fraction", "must be in (0,10]");
+}
+
+std::string WorkloadConfig::toJson() const {
+  json pop;
+  pop["distribution"] = popularityName(popularity.kind);
+  if (popularity.kind == PopularityKind::kZipf) pop["alpha"] = popularity.alpha;
+  if (popularity.kind == PopularityKind::kNormal) pop["stddev_fraction"] = popularity.stddev_fraction;
+  json j = {
+      {"threads", threads},
+      {"ops_per_thread", ops_per_thread},
+      {"keys", keys},
+      {"key_size", {key_size.min, key_size.max}},
+      {"value_size", {value_size.min, value_size.max}},
+      {"get_ratio", get_ratio},
+      {"set_ratio", set_ratio},
+      {"remove_ratio", remove_ratio},
+      {"popularity", pop},
+      {"lookaside", lookaside},
+      {"prepopulate", prepopulate},
+      {"seed", seed},
+      {"progress_interval_ms", progress_interval_ms},
+  };
+  return j.dump(2);
+}
+
+}  // namespace tiercache::bench
