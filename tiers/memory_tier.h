@@ -52,7 +52,7 @@ class MemoryTier {
   // One line for reports: "dram, 128 MiB, node 0".
   virtual std::string describe() const = 0;
   virtual bool persistent() const { return false; }
-  virtual void persist(const void* addr, size_t len) const {}
+  virtual void persist(const void* /*addr*/, size_t /*len*/) const {}
 };
 
 // Opens the backend for cfg.kind with cfg.size rounded down to slabSize.

@@ -1,0 +1,49 @@
+#include "memory_tier.h"
+
+#include "dax_kmem_tier.h"
+#include "dram_tier.h"
+#include "pmem_file_tier.h"
+
+namespace tiercache {
+
+const char* tierKindName(TierKind kind) {
+  switch (kind) {
+    case TierKind::kDram: return "dram";
+    case TierKind::kPmemFile: return "pmem-file";
+    case TierKind::kDaxKmem: return "dax-kmem";
+    case TierKind::kAuto: return "auto";
+  }
+  return "unknown";
+}
+
+std::optional<TierKind> tierKindFromName(std::string_view name) {
+  for (TierKind k : {TierKind::kDram, TierKind::kPmemFile, TierKind::kDaxKmem, TierKind::kAuto}) {
+    if (name == tierKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize) {
+  const uint64_t size = slabSize ? cfg.size / slabSize * slabSize : cfg.size;
+  if (size == 0) {
+    throw TierError(cfg.name, "size " + std::to_string(cfg.size) + " is smaller than one slab (" +
+                                  std::to_string(slabSize) + " bytes)");
+  }
+  switch (cfg.kind) {
+    case TierKind::kDram:
+      return std::make_unique<DramTier>(cfg.name, size, cfg.nodes, cfg.bind_policy);
+    case TierKind::kPmemFile:
+      if (!cfg.nodes.empty()) {
+        // A file's pages are placed by the file system, not by a binding.
+        throw TierError(cfg.name, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
+      }
+      return std::make_unique<PmemFileTier>(cfg.name, cfg.path, size);
+    case TierKind::kDaxKmem:
+      return std::make_unique<DaxKmemTier>(cfg.name, size, cfg.nodes);
+    case TierKind::kAuto:
+      throw TierError(cfg.name, "kind 'auto' must be resolved by the tier planner (planTiers) before the tier is opened");
+  }
+  throw TierError(cfg.name, "unknown tier kind " + std::to_string(static_cast<int>(cfg.kind)));
+}
+
+}  // namespace tiercache

@@ -1,0 +1,126 @@
+#include "pmem_file_tier.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace tiercache {
+
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string fsTypeName(long magic) {
+  switch (static_cast<unsigned long>(magic)) {
+    case 0x01021994: return "tmpfs";
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x794c7630: return "overlay";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fs 0x%lx", static_cast<unsigned long>(magic));
+  return buf;
+}
+
+// An unlinked file in `dir`: O_TMPFILE where the file system has it,
+// else mkstemp + unlink. Returns the fd or -1 with errno set.
+int createUnlinked(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -1;
+  std::string tmpl = dir + "/.tiercache-XXXXXX";
+  fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) return -1;
+  ::unlink(tmpl.c_str());
+  return fd;
+}
+
+}  // namespace
+
+PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t size)
+    : name_(std::move(name)), directory_(std::move(directory)), size_(size) {
+  if (directory_.empty()) {
+    throw TierError(name_, "pmem-file tier needs 'path': the directory its file is created in");
+  }
+  if (size_ < kPmemMinSize) {
+    throw TierError(name_, "size " + std::to_string(size_) + " bytes is below the " +
+                               std::to_string(kPmemMinSize >> 20) + " MiB minimum for a PMEM tier");
+  }
+  struct stat st {};
+  if (::stat(directory_.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw TierError(name_, "directory '" + directory_ + "' does not exist");
+    throw TierError(name_, "cannot stat '" + directory_ + "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw TierError(name_, "'" + directory_ + "' is " + (S_ISREG(st.st_mode) ? "a file" : "not a directory") +
+                               "; pmem-file 'path' must be the directory the tier's file is created in");
+  }
+  if (::access(directory_.c_str(), W_OK | X_OK) != 0) {
+    throw TierError(name_, "directory '" + directory_ + "' is not writable: " + std::strerror(errno));
+  }
+  // access() says yes to root everywhere and knows nothing of read-only
+  // mounts or pseudo file systems: only a real create tells.
+  fd_ = createUnlinked(directory_);
+  if (fd_ < 0) {
+    throw TierError(name_, "directory '" + directory_ + "' is not writable: cannot create a file in it: " +
+                               std::strerror(errno));
+  }
+  auto fail = [&](const std::string& reason) {
+    ::close(fd_);
+    fd_ = -1;
+    throw TierError(name_, reason);
+  };
+  // Ask first: on some file systems a doomed fallocate allocates (and then
+  // frees) everything that was free before it reports ENOSPC.
+  struct statvfs vfs {};
+  if (::fstatvfs(fd_, &vfs) == 0) {
+    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < size_) {
+      fail("not enough space in '" + directory_ + "': the tier needs " + mib(size_) + ", " + mib(avail) +
+           " free");
+    }
+  }
+  if (int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(size_)); rc != 0) {
+    if (rc == ENOSPC) fail("not enough space in '" + directory_ + "' for " + mib(size_) + " (fallocate: ENOSPC)");
+    fail("posix_fallocate of " + mib(size_) + " in '" + directory_ + "' failed: " + std::strerror(rc));
+  }
+  struct statfs sfs {};
+  fsType_ = ::fstatfs(fd_, &sfs) == 0 ? fsTypeName(sfs.f_type) : "unknown fs";
+  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) fail("mmap of " + mib(size_) + " from '" + directory_ + "' failed: " + std::strerror(errno));
+  base_ = static_cast<std::byte*>(p);
+}
+
+PmemFileTier::~PmemFileTier() {
+  if (base_) ::munmap(base_, size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t PmemFileTier::fileBytes() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+uint64_t PmemFileTier::allocatedBytes() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+}
+
+std::string PmemFileTier::describe() const {
+  return "pmem-file, " + std::to_string(size_ >> 20) + " MiB, unlinked file in " + directory_ + " (" + fsType_ +
+         ", volatile)";
+}
+
+}  // namespace tiercache

@@ -1,0 +1,39 @@
+// TierConfig: what one tier is (kind, size, where). Lives in tiers/ so that
+// backends do not depend on the cache config that embeds it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../numa/bind_policy.h"
+
+namespace tiercache {
+
+enum class TierKind : uint8_t {
+  kDram,       // anonymous memory, optionally bound to NUMA node(s)
+  kPmemFile,   // file-backed PMEM: a file in a directory on a DAX fs, tmpfs or disk
+  kDaxKmem,    // PMEM exposed as a NUMA node (KMEM DAX)
+  kAuto,       // placeholder: the tier planner (tier_plan.h) picks kind, nodes
+               // and path; openTier() refuses it unplanned
+};
+
+struct TierConfig {
+  std::string name;               // "dram", "pmem0", ...; unique
+  TierKind kind = TierKind::kDram;
+  uint64_t size = 0;              // bytes; rounded down to whole slabs
+  std::string path;               // kPmemFile: the directory the tier's file is made in
+  std::vector<unsigned> nodes;    // NUMA nodes to bind to (empty: no binding)
+  // With size 0: this tier's share of the planner's total size, split in
+  // proportion to the ratios of all such tiers (cachebench memoryTiers "ratio").
+  double ratio = 0;
+  // What a failed binding to `nodes` does (dram). dax-kmem always binds strictly.
+  BindPolicy bind_policy = BindPolicy::kAdvisory;
+};
+
+const char* tierKindName(TierKind kind);  // "dram", "pmem-file", "dax-kmem", "auto"
+std::optional<TierKind> tierKindFromName(std::string_view name);  // inverse of tierKindName
+
+}  // namespace tiercache
