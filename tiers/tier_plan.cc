@@ -1,0 +1,296 @@
+#include "tier_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "../numa/topology.h"
+#include "pmem_file_tier.h"
+
+namespace tiercache {
+
+namespace {
+
+// One memory level an auto tier can take.
+struct Level {
+  TierKind kind;
+  std::vector<unsigned> nodes;  // dram / dax-kmem
+  std::string path;             // pmem-file
+  std::string what;             // for reasons and errors
+};
+
+bool overlaps(const std::vector<unsigned>& a, const std::vector<unsigned>& b) {
+  for (unsigned x : a) {
+    if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+  }
+  return false;
+}
+
+std::vector<unsigned> intersect(const std::vector<unsigned>& a, const std::vector<unsigned>& b) {
+  std::vector<unsigned> out;
+  for (unsigned x : a) {
+    if (std::find(b.begin(), b.end(), x) != b.end()) out.push_back(x);
+  }
+  return out;
+}
+
+std::vector<unsigned> minus(const std::vector<unsigned>& a, const std::vector<unsigned>& b) {
+  std::vector<unsigned> out;
+  for (unsigned x : a) {
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  }
+  return out;
+}
+
+std::vector<Level> memoryLevels(const TierPlanRequest& req, const Topology& topo) {
+  const std::string cpus = req.cpus.empty() ? topo.processCpus() : req.cpus;
+  const std::vector<unsigned> local = topo.nodesLocalTo(cpus);
+  const std::vector<unsigned> dram = topo.nodesOfKind(MemoryKind::kDram);
+  const std::vector<unsigned> nvm = topo.nodesOfKind(MemoryKind::kNvm);
+  std::vector<Level> levels;
+  // A process bound to cpus with no DRAM node of their own still needs a first tier.
+  std::vector<unsigned> localDram = intersect(dram, local);
+  const bool dramIsLocal = !localDram.empty();
+  if (!dramIsLocal) localDram = dram;
+  if (!localDram.empty()) {
+    levels.push_back({TierKind::kDram, localDram, "",
+                      std::string(dramIsLocal ? "local" : "non-local") + " DRAM node(s) " + nodeListString(localDram)});
+  }
+  const std::vector<unsigned> localNvm = intersect(nvm, local);
+  const std::vector<unsigned> remoteNvm = minus(nvm, local);
+  if (!localNvm.empty()) {
+    levels.push_back({TierKind::kDaxKmem, localNvm, "", "local NVM (KMEM DAX) node(s) " + nodeListString(localNvm)});
+  }
+  if (!remoteNvm.empty()) {
+    levels.push_back({TierKind::kDaxKmem, remoteNvm, "", "remote NVM (KMEM DAX) node(s) " + nodeListString(remoteNvm)});
+  }
+  if (!req.pmem_dir.empty()) {
+    levels.push_back({TierKind::kPmemFile, {}, req.pmem_dir,
+                      "emulated PMEM in " + req.pmem_dir + (nvm.empty() ? " (no NVM node)" : " (after the NVM nodes)")});
+  }
+  return levels;
+}
+
+// Does an explicit tier use up this level?
+bool uses(const TierConfig& t, const Level& level) {
+  if (t.kind != level.kind) return false;
+  if (t.kind == TierKind::kPmemFile || t.nodes.empty()) return true;
+  return overlaps(t.nodes, level.nodes);
+}
+
+std::string defaultName(TierKind kind) {
+  switch (kind) {
+    case TierKind::kDram: return "dram";
+    case TierKind::kPmemFile: return "pmem";
+    case TierKind::kDaxKmem: return "kmem";
+    case TierKind::kAuto: break;
+  }
+  return "tier";
+}
+
+void checkNodes(int i, const TierConfig& t, const Topology& topo) {
+  for (unsigned n : t.nodes) {
+    const NumaNode* node = topo.node(n);
+    if (!node) {
+      std::vector<unsigned> have;
+      for (const NumaNode& x : topo.nodes()) have.push_back(x.os_index);
+      throw TierPlanError(i, "NUMA node " + std::to_string(n) + " does not exist (" + topo.source() +
+                                 " has node(s) " + nodeListString(have) + ")");
+    }
+    if (t.kind == TierKind::kDram && node->kind == MemoryKind::kNvm) {
+      throw TierPlanError(i, "NUMA node " + std::to_string(n) + " is NVM; use kind dax-kmem for KMEM DAX memory");
+    }
+    if (t.kind == TierKind::kDaxKmem && node->kind != MemoryKind::kNvm) {
+      throw TierPlanError(i, "NUMA node " + std::to_string(n) + " is " + memoryKindName(node->kind) +
+                                 ", not NVM; a dax-kmem tier needs a KMEM DAX node");
+    }
+  }
+}
+
+}  // namespace
+
+std::string TierPlan::formatBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  char buf[48];
+  if (u == 0 || v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  }
+  return buf;
+}
+
+std::vector<TierConfig> TierPlan::configs() const {
+  std::vector<TierConfig> out;
+  for (const PlannedTier& t : tiers) out.push_back(t.config);
+  return out;
+}
+
+std::string TierPlan::describe() const {
+  std::string out;
+  for (size_t i = 0; i < tiers.size(); i++) {
+    const TierConfig& c = tiers[i].config;
+    out += "tier " + std::to_string(i) + " '" + c.name + "': " + tierKindName(c.kind) + ", " + formatBytes(c.size);
+    if (c.kind == TierKind::kPmemFile) out += ", dir " + c.path;
+    if (!c.nodes.empty()) out += ", node(s) " + nodeListString(c.nodes);
+    if (c.kind == TierKind::kDram && !c.nodes.empty()) out += std::string(", bind ") + bindPolicyName(c.bind_policy);
+    if (c.kind == TierKind::kDaxKmem) out += ", bind strict";
+    out += "  [" + tiers[i].reason + "]\n";
+  }
+  return out;
+}
+
+TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
+  if (req.tiers.empty()) throw TierPlanError(-1, "no tiers to plan");
+  const int n = static_cast<int>(req.tiers.size());
+
+  // Sizes first: they need nothing from the machine.
+  uint64_t sized = 0;
+  long double ratioSum = 0;
+  int firstRatio = -1;
+  for (int i = 0; i < n; i++) {
+    const TierConfig& t = req.tiers[i];
+    if (!(t.ratio >= 0) || std::isinf(t.ratio)) {
+      throw TierPlanError(i, "ratio " + std::to_string(t.ratio) + " must be a finite number >= 0");
+    }
+    if (t.size > 0 && t.ratio > 0) throw TierPlanError(i, "set size or ratio, not both");
+    if (t.size == 0 && t.ratio == 0) throw TierPlanError(i, "needs a size or a ratio > 0");
+    if (t.size > 0) {
+      sized += t.size;
+    } else {
+      ratioSum += t.ratio;
+      if (firstRatio < 0) firstRatio = i;
+    }
+  }
+  if (firstRatio >= 0 && req.total_size == 0) {
+    throw TierPlanError(firstRatio, "a ratio needs the plan's total size (total_size is 0)");
+  }
+  if (req.total_size > 0 && sized > req.total_size) {
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+      sum += req.tiers[i].size;
+      if (sum > req.total_size) {
+        throw TierPlanError(i, "the tiers' sizes up to here (" + TierPlan::formatBytes(sum) +
+                                   ") exceed the total size " + TierPlan::formatBytes(req.total_size));
+      }
+    }
+  }
+  if (firstRatio >= 0 && sized >= req.total_size) {
+    throw TierPlanError(firstRatio, "nothing is left of the total size " + TierPlan::formatBytes(req.total_size) +
+                                        " for ratio tiers after the sized tiers take " + TierPlan::formatBytes(sized));
+  }
+  const uint64_t remaining = req.total_size > sized ? req.total_size - sized : 0;
+
+  const std::vector<Level> levels = memoryLevels(req, topo);
+  size_t cursor = 0;  // next level an auto tier may take
+  TierPlan plan;
+  std::set<std::string> names;
+  std::map<std::vector<unsigned>, uint64_t> nodeUse;  // bytes planned per node set
+
+  for (int i = 0; i < n; i++) {
+    const TierConfig& in = req.tiers[i];
+    PlannedTier out{in, ""};
+    TierConfig& c = out.config;
+
+    if (in.kind == TierKind::kAuto) {
+      if (cursor >= levels.size()) {
+        std::string have;
+        for (const Level& l : levels) have += (have.empty() ? "" : "; ") + l.what;
+        throw TierPlanError(i, "auto: no memory level left for this tier (" + topo.source() + " offers: " +
+                                   (have.empty() ? "nothing" : have) +
+                                   "); give a pmem_dir for emulated PMEM or set the kind");
+      }
+      const Level& l = levels[cursor++];
+      c.kind = l.kind;
+      c.nodes = l.nodes;
+      c.path = l.path;
+      out.reason = "auto: " + l.what;
+    } else {
+      for (size_t k = 0; k < levels.size(); k++) {
+        if (uses(in, levels[k])) cursor = std::max(cursor, k + 1);
+      }
+      out.reason = "as configured";
+      if (c.kind == TierKind::kDaxKmem && c.nodes.empty()) {
+        c.nodes = topo.nodesOfKind(MemoryKind::kNvm);
+        if (c.nodes.empty()) {
+          throw TierPlanError(i, "dax-kmem: no NVM (KMEM DAX) NUMA node in " + topo.source() +
+                                     "; use kind pmem-file (or auto with a pmem_dir) to emulate PMEM");
+        }
+        out.reason = "as configured: every NVM node";
+      }
+      if (c.kind == TierKind::kPmemFile && c.path.empty()) {
+        if (req.pmem_dir.empty()) {
+          throw TierPlanError(i, "pmem-file needs a path (the directory its file is created in)");
+        }
+        c.path = req.pmem_dir;
+        out.reason = "as configured, in the plan's pmem_dir";
+      }
+      if (c.kind == TierKind::kPmemFile && !c.nodes.empty()) {
+        throw TierPlanError(i, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
+      }
+      checkNodes(i, c, topo);
+    }
+
+    // Size.
+    if (in.size == 0) {
+      const long double share = static_cast<long double>(remaining) * in.ratio / ratioSum;
+      c.size = static_cast<uint64_t>(share);
+      out.reason += ", ratio " + TierPlan::formatBytes(c.size) + " of " + TierPlan::formatBytes(remaining);
+    }
+    c.ratio = 0;
+    const uint64_t unrounded = c.size;
+    if (req.slab_size > 0) c.size = c.size / req.slab_size * req.slab_size;
+    if (c.size == 0) {
+      throw TierPlanError(i, "size " + TierPlan::formatBytes(unrounded) + " is smaller than one slab (" +
+                                 TierPlan::formatBytes(req.slab_size) + ")");
+    }
+    if (c.kind == TierKind::kPmemFile && c.size < kPmemMinSize) {
+      throw TierPlanError(i, "pmem-file size " + TierPlan::formatBytes(c.size) + " is below the " +
+                                 TierPlan::formatBytes(kPmemMinSize) + " minimum for a PMEM tier");
+    }
+    if (!c.nodes.empty()) {
+      uint64_t capacity = 0;
+      bool known = true;
+      for (unsigned node : c.nodes) {
+        const NumaNode* nn = topo.node(node);
+        if (!nn || nn->capacity == 0) known = false;
+        if (nn) capacity += nn->capacity;
+      }
+      std::vector<unsigned> key = c.nodes;
+      std::sort(key.begin(), key.end());
+      uint64_t& used = nodeUse[key];
+      used += c.size;
+      if (known && used > capacity) {
+        throw TierPlanError(i, TierPlan::formatBytes(c.size) + " on node(s) " + nodeListString(c.nodes) +
+                                   " does not fit: they hold " + TierPlan::formatBytes(capacity) +
+                                   (used > c.size ? " and earlier tiers already take " + TierPlan::formatBytes(used - c.size)
+                                                  : std::string()));
+      }
+    }
+
+    // Name.
+    if (c.name.empty()) {
+      c.name = defaultName(c.kind);
+      if (names.count(c.name)) c.name += std::to_string(i);
+    }
+    if (!names.insert(c.name).second) {
+      int other = 0;
+      for (int j = 0; j < i; j++) {
+        if (plan.tiers[j].config.name == c.name) other = j;
+      }
+      throw TierPlanError(i, "name '" + c.name + "' is already used by tiers[" + std::to_string(other) + "]");
+    }
+    plan.tiers.push_back(std::move(out));
+  }
+  return plan;
+}
+
+}  // namespace tiercache
