@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -136,6 +138,58 @@ void checkRatio(double r, const char* name) {
   if (!(r >= 0.0 && r <= 1.0)) throw ConfigError(std::string("workload.") + name, "must be in [0,1]");
 }
 
+// Finds the first key repeated within one object under "workload" (the
+// parser would otherwise keep the last silently); tracked with the parser's
+// callback, since the parsed document no longer shows duplicates.
+class DuplicateKeys {
+ public:
+  bool operator()(int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: stack_.push_back(Frame{false, 0, {}, {}}); break;
+      case json::parse_event_t::array_start: stack_.push_back(Frame{true, 0, {}, {}}); break;
+      case json::parse_event_t::key: {
+        Frame& f = stack_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second && first_.empty()) first_ = path();
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack_.pop_back();
+        next();
+        break;
+      case json::parse_event_t::value: next(); break;
+    }
+    return true;
+  }
+  // Path of the first repeated key under "workload", "" if none.
+  std::string firstInWorkload() const { return first_.rfind("workload", 0) == 0 ? first_ : ""; }
+
+ private:
+  struct Frame {
+    bool array;
+    size_t index;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  void next() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+  }
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : stack_) {
+      if (f.array) {
+        p += "[" + std::to_string(f.index) + "]";
+      } else {
+        p += (p.empty() ? "" : ".") + f.key;
+      }
+    }
+    return p;
+  }
+  std::vector<Frame> stack_;
+  std::string first_;
+};
+
 }  // namespace
 
 const char* popularityName(PopularityKind kind) {
@@ -149,11 +203,15 @@ const char* popularityName(PopularityKind kind) {
 
 WorkloadConfig WorkloadConfig::fromJsonString(std::string_view document) {
   json doc;
+  auto duplicates = std::make_shared<DuplicateKeys>();
   try {
-    doc = json::parse(document.begin(), document.end());
+    doc = json::parse(document.begin(), document.end(),
+                      [duplicates](int depth, json::parse_event_t e, json& parsed) { return (*duplicates)(depth, e, parsed); });
   } catch (const json::parse_error& e) {
     throw ConfigError("", std::string("invalid JSON: ") + e.what());
   }
+  std::string duplicate = duplicates->firstInWorkload();
+  if (!duplicate.empty()) throw ConfigError(duplicate, "key appears more than once");
   if (!doc.is_object()) throw ConfigError("", "the config must be a JSON object");
   WorkloadConfig c;
   auto it = doc.find("workload");
@@ -180,7 +238,14 @@ WorkloadConfig WorkloadConfig::fromJsonFile(const std::string& path) {
   if (!in) throw ConfigError("", "cannot open config file " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return fromJsonString(ss.str());
+  try {
+    return fromJsonString(ss.str());
+  } catch (const ConfigError& e) {
+    // Keep path() for callers; name the file for the reader, as CacheConfig does.
+    std::string what = e.what();
+    std::string reason = e.path().empty() ? what : what.substr(e.path().size() + 2);
+    throw ConfigError(e.path(), reason + " (in " + path + ")");
+  }
 }
 
 void WorkloadConfig::validate() const {

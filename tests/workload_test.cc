@@ -1,0 +1,291 @@
+// The bench's workload: config parsing, key space, value codec, and a short
+// run on a real cache.
+#include "bench/workload.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "allocator/cache.h"
+#include "bench/key_space.h"
+#include "bench/runner.h"
+#include "bench/value_codec.h"
+
+namespace tiercache::bench {
+namespace {
+
+// Expects parsing `workloadJson` (the value of "workload") to fail with a
+// ConfigError whose path is `path` and whose message contains `reason`.
+void expectError(const std::string& workloadJson, const std::string& path, const std::string& reason) {
+  std::string doc = R"({"tiers": [], "workload": )" + workloadJson + "}";
+  try {
+    WorkloadConfig::fromJsonString(doc);
+    ADD_FAILURE() << "no error for " << workloadJson;
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), path) << e.what();
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    if (!path.empty()) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(WorkloadConfigTest, DefaultsWhenAbsent) {
+  WorkloadConfig c = WorkloadConfig::fromJsonString(R"({"slab_size": "1MiB"})");
+  WorkloadConfig d;
+  EXPECT_EQ(c.toJson(), d.toJson());
+}
+
+TEST(WorkloadConfigTest, ParsesEveryField) {
+  WorkloadConfig c = WorkloadConfig::fromJsonString(R"({"workload": {
+      "threads": 3, "ops_per_thread": 500, "keys": 4096,
+      "key_size": [8, 20], "value_size": ["1KiB", "4KiB"],
+      "get_ratio": 0.5, "set_ratio": 0.3, "remove_ratio": 0.2,
+      "popularity": {"distribution": "normal", "stddev_fraction": 0.25},
+      "lookaside": false, "prepopulate": false, "seed": 99, "progress_interval_ms": 250}})");
+  EXPECT_EQ(c.threads, 3u);
+  EXPECT_EQ(c.ops_per_thread, 500u);
+  EXPECT_EQ(c.keys, 4096u);
+  EXPECT_EQ(c.key_size.min, 8u);
+  EXPECT_EQ(c.key_size.max, 20u);
+  EXPECT_EQ(c.value_size.min, 1024u);
+  EXPECT_EQ(c.value_size.max, 4096u);
+  EXPECT_DOUBLE_EQ(c.get_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(c.set_ratio, 0.3);
+  EXPECT_DOUBLE_EQ(c.remove_ratio, 0.2);
+  EXPECT_EQ(c.popularity.kind, PopularityKind::kNormal);
+  EXPECT_DOUBLE_EQ(c.popularity.stddev_fraction, 0.25);
+  EXPECT_FALSE(c.lookaside);
+  EXPECT_FALSE(c.prepopulate);
+  EXPECT_EQ(c.seed, 99u);
+  EXPECT_EQ(c.progress_interval_ms, 250u);
+}
+
+TEST(WorkloadConfigTest, ShorthandsAndRoundTrip) {
+  WorkloadConfig c = WorkloadConfig::fromJsonString(
+      R"({"workload": {"popularity": "uniform", "value_size": "512", "key_size": 12,
+                       "get_ratio": 1, "set_ratio": 0, "remove_ratio": 0}})");
+  EXPECT_EQ(c.popularity.kind, PopularityKind::kUniform);
+  EXPECT_EQ(c.value_size.min, 512u);
+  EXPECT_EQ(c.value_size.max, 512u);
+  EXPECT_EQ(c.key_size.min, 12u);
+
+  WorkloadConfig z = WorkloadConfig::fromJsonString(
+      R"({"workload": {"popularity": {"distribution": "zipf", "alpha": 1.2}}})");
+  EXPECT_EQ(z.popularity.kind, PopularityKind::kZipf);
+  EXPECT_DOUBLE_EQ(z.popularity.alpha, 1.2);
+  for (const WorkloadConfig& w : {c, z}) {
+    WorkloadConfig back = WorkloadConfig::fromJsonString(R"({"workload": )" + w.toJson() + "}");
+    EXPECT_EQ(back.toJson(), w.toJson());
+  }
+}
+
+TEST(WorkloadConfigTest, ErrorsNameTheKey) {
+  expectError(R"({"get_ratio": 1.5, "set_ratio": 0})", "workload.get_ratio", "must be in [0,1]");
+  expectError(R"({"set_ratio": -0.1})", "workload.set_ratio", "must be in [0,1]");
+  expectError(R"({"get_ratio": 0.5, "set_ratio": 0.3})", "workload", "sum to 1");
+  expectError(R"({"threads": 0})", "workload.threads", "[1,1024]");
+  expectError(R"({"threads": "2"})", "workload.threads", "must be an integer");
+  expectError(R"({"keys": -5})", "workload.keys", "negative");
+  expectError(R"({"keys": 0})", "workload.keys", "at least 1");
+  expectError(R"({"ops_per_thread": 1.5})", "workload.ops_per_thread", "whole number");
+  expectError(R"({"thread": 2})", "workload.thread", "unknown key");
+  expectError(R"({"value_size": [64, "4KB"]})", "workload.value_size[1]", "");
+  expectError(R"({"value_size": [64, 32, 16]})", "workload.value_size", "[min, max]");
+  expectError(R"({"value_size": [4096, 64]})", "workload.value_size", "min must not exceed max");
+  expectError(R"({"value_size": true})", "workload.value_size", "must be a size");
+  expectError(R"({"key_size": [4, 300]})", "workload.key_size", "at most 255");
+  expectError(R"({"keys": 100000, "key_size": [4, 16]})", "workload.key_size", "5 characters");
+  expectError(R"({"popularity": "pareto"})", "workload.popularity", "unknown distribution");
+  expectError(R"({"popularity": {"alpha": 0.9}})", "workload.popularity.distribution", "missing");
+  expectError(R"({"popularity": {"distribution": "zipf", "alpha": 0}})", "workload.popularity.alpha", "(0,10]");
+  expectError(R"({"popularity": {"distribution": "zipf", "alpha": "high"}})", "workload.popularity.alpha",
+              "must be a number");
+  expectError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
+              "only applies to the zipf");
+  expectError(R"({"popularity": {"distribution": "normal", "stddev_fraction": -1}})",
+              "workload.popularity.stddev_fraction", "(0,10]");
+  expectError(R"({"popularity": {"distribution": "normal", "sigma": 1}})", "workload.popularity.sigma",
+              "unknown key");
+  expectError(R"({"lookaside": 1})", "workload.lookaside", "true or false");
+  expectError(R"({"progress_interval_ms": 99999999})", "workload.progress_interval_ms", "at most");
+  expectError(R"([1, 2])", "workload", "must be an object");
+  expectError(R"({"seed": 1, "threads": 2, "seed": 3})", "workload.seed", "more than once");
+  expectError(R"({"popularity": {"distribution": "zipf", "alpha": 1, "alpha": 2}})", "workload.popularity.alpha",
+              "more than once");
+
+  try {
+    WorkloadConfig::fromJsonString("{\"workload\": {");
+    ADD_FAILURE() << "no error for broken JSON";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "");
+    EXPECT_NE(std::string(e.what()).find("invalid JSON"), std::string::npos);
+  }
+  EXPECT_THROW(WorkloadConfig::fromJsonFile("/nonexistent/tiercache.json"), ConfigError);
+}
+
+TEST(KeySpaceTest, KeysAreUniqueWithinRangeAndStable) {
+  KeySpace ks(5000, SizeRange{4, 40}, SizeRange{64, 4096});
+  EXPECT_EQ(KeySpace::indexWidth(5000), 4u);  // 0x1387
+  EXPECT_EQ(KeySpace::indexWidth(1), 1u);
+  EXPECT_EQ(KeySpace::indexWidth(16), 1u);
+  EXPECT_EQ(KeySpace::indexWidth(17), 2u);
+  std::set<std::string> seen;
+  std::set<size_t> lengths, valueSizes;
+  for (uint64_t i = 0; i < 5000; ++i) {
+    std::string k = ks.key(i);
+    EXPECT_GE(k.size(), 4u);
+    EXPECT_LE(k.size(), 40u);
+    EXPECT_EQ(k.size(), ks.keyLength(i));
+    EXPECT_EQ(k, ks.key(i));
+    EXPECT_TRUE(seen.insert(k).second) << "duplicate key " << k;
+    size_t v = ks.valueSize(i);
+    EXPECT_GE(v, 64u);
+    EXPECT_LE(v, 4096u);
+    lengths.insert(k.size());
+    valueSizes.insert(v);
+  }
+  EXPECT_EQ(ks.key(0x1234).substr(0, 4), "1234");
+  // The sizes spread over their ranges rather than sticking to one value.
+  EXPECT_EQ(lengths.size(), 37u);
+  EXPECT_GT(valueSizes.size(), 1000u);
+}
+
+TEST(ValueCodecTest, RoundTripAndEveryCorruptionDetected) {
+  const std::string key = "0042abcdefgh";
+  for (size_t size : {0, 1, 7, 15, 16, 17, 100, 4096, 70000, 140000}) {
+    std::string v(size, '\0');
+    ValueCodec::fill(key, 7, v.data(), size);
+    EXPECT_TRUE(ValueCodec::verify(key, size, v)) << size;
+    if (size == 0) continue;
+    // Any single changed byte fails: header, body, last byte.
+    for (size_t pos : {size_t(0), size / 2, size - 1, std::min<size_t>(9, size - 1), std::min<size_t>(16, size - 1)}) {
+      std::string bad = v;
+      bad[pos] ^= 0x20;
+      EXPECT_FALSE(ValueCodec::verify(key, size, bad)) << "size " << size << " pos " << pos;
+    }
+    EXPECT_FALSE(ValueCodec::verify("0042abcdefgi", size, v)) << "another key's value, size " << size;
+    EXPECT_FALSE(ValueCodec::verify(key, size + 1, v));
+    EXPECT_FALSE(ValueCodec::verify(key, size, std::string_view(v).substr(0, size - 1)));
+    // A truncated value does not pass for a shorter one either (0 bytes is trivially valid).
+    if (size > 1) EXPECT_FALSE(ValueCodec::verify(key, size - 1, std::string_view(v).substr(0, size - 1)));
+  }
+}
+
+TEST(ValueCodecTest, StampsMakeWritesDistinctAndTornWritesFail) {
+  const std::string key = "00ffkey";
+  std::string a(1000, '\0'), b(1000, '\0');
+  ValueCodec::fill(key, 1, a.data(), a.size());
+  ValueCodec::fill(key, 2, b.data(), b.size());
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(ValueCodec::verify(key, 1000, a));
+  EXPECT_TRUE(ValueCodec::verify(key, 1000, b));
+  std::string torn = a.substr(0, 500) + b.substr(500);
+  EXPECT_FALSE(ValueCodec::verify(key, 1000, torn));
+  // The header alone is not enough: its body window must match too.
+  std::string swapped = b.substr(0, 16) + a.substr(16);
+  EXPECT_FALSE(ValueCodec::verify(key, 1000, swapped));
+}
+
+WorkloadConfig smallWorkload() {
+  WorkloadConfig w;
+  w.threads = 2;
+  w.ops_per_thread = 20'000;
+  w.keys = 40'000;  // ~40 MB of values: several times the 16 MiB cache
+  w.key_size = {8, 24};
+  w.value_size = {64, 2048};
+  w.get_ratio = 0.7;
+  w.set_ratio = 0.2;
+  w.remove_ratio = 0.1;
+  w.popularity = {PopularityKind::kZipf, 0.9, 0.1};
+  w.lookaside = true;
+  w.prepopulate = true;
+  w.seed = 5;
+  return w;
+}
+
+TEST(WorkloadRunTest, ShortRunVerifiesEveryValueAndMovesCounters) {
+  Cache cache(CacheConfig::dram(16ull << 20));
+  WorkloadConfig w = smallWorkload();
+  int progressCalls = 0;
+  RunOptions options;
+  options.progress = [&](const ProgressSnapshot&) { ++progressCalls; };
+  options.progress_interval = std::chrono::milliseconds(1);
+  WorkloadResult r = runWorkload(cache, w, options);
+
+  EXPECT_EQ(r.ops.value_mismatches, 0u) << r.first_mismatch;
+  EXPECT_EQ(r.first_mismatch, "");
+  EXPECT_EQ(r.prepopulate.sets, w.keys);
+  EXPECT_GT(r.prepopulate.set_success, 0u);
+  EXPECT_EQ(r.ops.ops(), w.threads * w.ops_per_thread);
+  EXPECT_GT(r.ops.gets, 0u);
+  EXPECT_GT(r.ops.get_hits, 0u);
+  EXPECT_LT(r.ops.get_hits, r.ops.gets);  // the key space does not fit
+  EXPECT_GT(r.ops.lookaside_sets, 0u);
+  EXPECT_EQ(r.ops.lookaside_sets, r.ops.gets - r.ops.get_hits);
+  EXPECT_GT(r.ops.set_success, 0u);
+  EXPECT_GT(r.ops.removes, 0u);
+  EXPECT_GT(r.ops.remove_success, 0u);
+  // The cache saw exactly the finds the workload issued.
+  EXPECT_EQ(r.after.gets - r.before.gets, r.ops.gets);
+  EXPECT_EQ(r.after.hits - r.before.hits, r.ops.get_hits);
+  EXPECT_GT(r.after.alloc_attempts, r.before.alloc_attempts);
+  EXPECT_GT(r.after.evictions, 0u);
+  EXPECT_GT(r.after.items, 0u);
+  EXPECT_GT(r.elapsed_seconds, 0.0);
+  EXPECT_GE(progressCalls, 0);  // timing-dependent; must simply not crash
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST(WorkloadRunTest, SameSeedSameOpsSingleThread) {
+  // One thread: the op sequence is fixed by the seed, so the counts are too.
+  WorkloadConfig w = smallWorkload();
+  w.threads = 1;
+  w.ops_per_thread = 5'000;
+  w.keys = 2'000;  // fits: no eviction, so hits depend on the sequence alone
+  w.prepopulate = false;
+  auto run = [&](uint64_t seed) {
+    Cache cache(CacheConfig::dram(48ull << 20));  // 48 slabs: every class gets one
+    w.seed = seed;
+    return runWorkload(cache, w).ops;
+  };
+  OpCounts a = run(11), b = run(11), c = run(12);
+  EXPECT_EQ(a.gets, b.gets);
+  EXPECT_EQ(a.get_hits, b.get_hits);
+  EXPECT_EQ(a.removes, b.removes);
+  EXPECT_EQ(a.remove_success, b.remove_success);
+  EXPECT_EQ(a.value_mismatches, 0u);
+  EXPECT_TRUE(a.gets != c.gets || a.get_hits != c.get_hits || a.remove_success != c.remove_success);
+}
+
+TEST(WorkloadRunTest, WrongValueInTheCacheIsCounted) {
+  // A value the codec did not write (or that belongs to another key) must
+  // be caught: plant bad values, then only read.
+  Cache cache(CacheConfig::dram(8ull << 20));
+  WorkloadConfig w = smallWorkload();
+  w.threads = 1;
+  w.keys = 16;
+  w.key_size = {4, 4};
+  w.get_ratio = 1;
+  w.set_ratio = 0;
+  w.remove_ratio = 0;
+  w.lookaside = false;
+  w.prepopulate = false;
+  w.ops_per_thread = 200;
+  KeySpace ks(w);
+  for (uint64_t i = 0; i < w.keys; ++i) {
+    std::string v(ks.valueSize(i), '\0');
+    ValueCodec::fill(ks.key(i), 1, v.data(), v.size());
+    if (i == 3) v[v.size() / 2] ^= 1;
+    ASSERT_TRUE(cache.set(ks.key(i), v));
+  }
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.get_hits, r.ops.gets);
+  EXPECT_GT(r.ops.value_mismatches, 0u);
+  EXPECT_LT(r.ops.value_mismatches, r.ops.gets);
+  EXPECT_NE(r.first_mismatch.find("key index 3"), std::string::npos) << r.first_mismatch;
+}
+
+}  // namespace
+}  // namespace tiercache::bench
