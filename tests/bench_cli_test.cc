@@ -1,0 +1,141 @@
+// tiercache-bench's command line: exit codes, error messages that name the
+// key, the text and JSON reports of a tiny run, and the shipped configs.
+#include "bench/cli.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "allocator/cache_config.h"
+#include "bench/report.h"
+#include "bench/workload.h"
+
+namespace tiercache::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BenchCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tiercache_bench_cli_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& json) {
+    std::string path = (dir_ / "config.json").string();
+    std::ofstream(path) << json;
+    return path;
+  }
+  int run(std::vector<std::string> args) {
+    out_.str("");
+    err_.str("");
+    return runBenchCli(args, out_, err_, false);
+  }
+  // A small cache and a workload that runs in well under a second; `extra`
+  // overrides workload fields.
+  static std::string config(const std::string& extra = "{}", const std::string& tierSize = "\"16MiB\"") {
+    nlohmann::json doc = nlohmann::json::parse(R"({"slab_size": "1MiB", "tiers": [{"name": "dram", "kind": "dram"}],
+      "workload": {"threads": 2, "ops_per_thread": 3000, "keys": 5000, "key_size": [8, 16],
+                   "value_size": [64, 2048], "progress_interval_ms": 1}})");
+    doc["tiers"][0]["size"] = nlohmann::json::parse(tierSize);
+    doc["workload"].update(nlohmann::json::parse(extra));
+    return doc.dump();
+  }
+
+  fs::path dir_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(BenchCliTest, UsageAndArgumentErrors) {
+  EXPECT_EQ(run({"--help"}), kExitOk);
+  EXPECT_NE(out_.str().find("usage: tiercache-bench --config FILE"), std::string::npos);
+  EXPECT_EQ(run({}), kExitUsage);
+  EXPECT_NE(err_.str().find("--config FILE is required"), std::string::npos);
+  EXPECT_EQ(run({"--config"}), kExitUsage);
+  EXPECT_NE(err_.str().find("--config needs a file"), std::string::npos);
+  EXPECT_EQ(run({"--config", "x.json", "--fast"}), kExitUsage);
+  EXPECT_NE(err_.str().find("unknown argument '--fast'"), std::string::npos);
+  EXPECT_EQ(run({"--config", (dir_ / "missing.json").string()}), kExitUsage);
+  EXPECT_NE(err_.str().find("missing.json"), std::string::npos) << err_.str();
+}
+
+TEST_F(BenchCliTest, BadWorkloadNamesTheKey) {
+  std::string path = write(config(R"({"get_ratio": 2, "set_ratio": 0})"));
+  EXPECT_EQ(run({"--config", path}), kExitUsage);
+  EXPECT_NE(err_.str().find("workload.get_ratio: must be in [0,1]"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find(path), std::string::npos) << err_.str();
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(BenchCliTest, BadCacheConfigNamesTheKey) {
+  EXPECT_EQ(run({"--config", write(config("{}", "\"lots\""))}), kExitUsage);
+  EXPECT_NE(err_.str().find("tiers[0].size"), std::string::npos) << err_.str();
+}
+
+TEST_F(BenchCliTest, ValueLargerThanTheCacheStoresIsAConfigError) {
+  EXPECT_EQ(run({"--config", write(config(R"({"value_size": [64, "8MiB"]})"))}), kExitUsage);
+  EXPECT_NE(err_.str().find("workload.value_size: max 8388608 exceeds the largest value"), std::string::npos)
+      << err_.str();
+}
+
+TEST_F(BenchCliTest, TextReport) {
+  ASSERT_EQ(run({"--config", write(config())}), kExitOk) << err_.str();
+  const std::string out = out_.str();
+  for (const char* line : {"== Test Results ==\n", "Items in dram : ", "Alloc Attempts: ", "Evictions     : ",
+                           "Cache Gets    : ", "Hit Ratio     : ", "get       : ", "set       : ", "del       : ",
+                           "Value check failures: 0\n", "Threads       : 2, 6,000 ops in "}) {
+    EXPECT_NE(out.find(line), std::string::npos) << "missing \"" << line << "\" in\n" << out;
+  }
+  EXPECT_EQ(err_.str(), "");  // not a terminal and --progress not given
+}
+
+TEST_F(BenchCliTest, JsonReportAndProgressOnRequest) {
+  ASSERT_EQ(run({"--config", write(config(R"({"ops_per_thread": 50000})")), "--json", "--progress"}), kExitOk)
+      << err_.str();
+  nlohmann::json j = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(j["value_check_failures"], 0);
+  EXPECT_EQ(j["ops"]["total"], 100000);
+  uint64_t gets = j["ops"]["get"]["count"];
+  EXPECT_GT(gets, 0u);
+  EXPECT_EQ(j["cache"]["gets"], gets);
+  EXPECT_EQ(j["cache"]["tiers"][0]["name"], "dram");
+  EXPECT_GT(j["cache"]["alloc_attempts"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["cache"]["item_header_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["workload"]["keys"], 5000);
+  // Progress lines are timing-dependent in number, but whatever was printed
+  // must be whole progress lines.
+  std::istringstream lines(err_.str());
+  for (std::string line; std::getline(lines, line);) EXPECT_NE(line.find(" ops/s, hit ratio "), std::string::npos) << line;
+}
+
+TEST(BenchConfigsTest, ShippedConfigsParse) {
+  for (const char* name : {"default.json", "dram.json"}) {
+    std::string path = std::string(TIERCACHE_SOURCE_DIR) + "/configs/" + name;
+    CacheConfig c = CacheConfig::fromJsonFile(path);
+    WorkloadConfig w = WorkloadConfig::fromJsonFile(path);
+    EXPECT_FALSE(c.tiers.empty()) << name;
+    EXPECT_EQ(w.popularity.kind, PopularityKind::kZipf) << name;
+    EXPECT_GE(w.ops_per_thread, 1'000'000u) << name;
+  }
+}
+
+TEST(ReportTest, WithCommas) {
+  EXPECT_EQ(withCommas(0), "0");
+  EXPECT_EQ(withCommas(999), "999");
+  EXPECT_EQ(withCommas(1000), "1,000");
+  EXPECT_EQ(withCommas(1234567), "1,234,567");
+  EXPECT_EQ(withCommas(18446744073709551615ull), "18,446,744,073,709,551,615");
+}
+
+}  // namespace
+}  // namespace tiercache::bench
