@@ -171,11 +171,13 @@ TEST(TierPlan, RatiosSplitTheTotalAndRoundDownToSlabs) {
   EXPECT_EQ(plan.tiers[0].config.size, 100 * kMiB);
   EXPECT_EQ(plan.tiers[1].config.size, 200 * kMiB);
   EXPECT_EQ(plan.tiers[2].config.size, 500 * kMiB);
-  req.slab_size = 64 * kMiB;  // 100 -> 64, 200 -> 192, 500 -> 448
+  // 64 MiB slabs: 100 -> 64, 200 -> 192, and the last takes the rest,
+  // 800 - 256 = 544 -> 512: 12 of the 12.5 slabs the total holds.
+  req.slab_size = 64 * kMiB;
   plan = planTiers(req, xml("one_dram"));
   EXPECT_EQ(plan.tiers[0].config.size, 64 * kMiB);
   EXPECT_EQ(plan.tiers[1].config.size, 192 * kMiB);
-  EXPECT_EQ(plan.tiers[2].config.size, 448 * kMiB);
+  EXPECT_EQ(plan.tiers[2].config.size, 512 * kMiB);
   EXPECT_EQ(plan.configs().size(), 3u);
   EXPECT_EQ(plan.configs()[2].name, "c");
 }

@@ -188,6 +188,11 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
                                         " for ratio tiers after the sized tiers take " + TierPlan::formatBytes(sized));
   }
   const uint64_t remaining = req.total_size > sized ? req.total_size - sized : 0;
+  int lastRatio = -1;
+  for (int i = 0; i < n; i++) {
+    if (req.tiers[i].size == 0) lastRatio = i;
+  }
+  uint64_t ratioPlanned = 0;  // bytes the ratio tiers before this one got
 
   const std::vector<Level> levels = memoryLevels(req, topo);
   size_t cursor = 0;  // next level an auto tier may take
@@ -241,13 +246,17 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
 
     // Size.
     if (in.size == 0) {
+      // The last ratio tier takes what the others' rounding left, so the
+      // plan uses the total up to one slab.
       const long double share = static_cast<long double>(remaining) * in.ratio / ratioSum;
-      c.size = static_cast<uint64_t>(share);
-      out.reason += ", ratio " + TierPlan::formatBytes(c.size) + " of " + TierPlan::formatBytes(remaining);
+      c.size = i == lastRatio ? remaining - ratioPlanned : static_cast<uint64_t>(share);
+      out.reason += ", ratio " + TierPlan::formatBytes(static_cast<uint64_t>(share)) + " of " +
+                    TierPlan::formatBytes(remaining);
     }
-    c.ratio = 0;
     const uint64_t unrounded = c.size;
     if (req.slab_size > 0) c.size = c.size / req.slab_size * req.slab_size;
+    if (in.size == 0) ratioPlanned += c.size;
+    c.ratio = 0;
     if (c.size == 0) {
       throw TierPlanError(i, "size " + TierPlan::formatBytes(unrounded) + " is smaller than one slab (" +
                                  TierPlan::formatBytes(req.slab_size) + ")");
