@@ -31,6 +31,8 @@ struct TierConfig {
   double ratio = 0;
   // What a failed binding to `nodes` does (dram). dax-kmem always binds strictly.
   BindPolicy bind_policy = BindPolicy::kAdvisory;
+
+  friend bool operator==(const TierConfig&, const TierConfig&) = default;
 };
 
 const char* tierKindName(TierKind kind);  // "dram", "pmem-file", "dax-kmem", "auto"
