@@ -1,0 +1,149 @@
+// CacheConfig: everything that shapes a Cache, read from JSON or built in code.
+//
+// The JSON form mirrors these structs one to one (snake_case keys). Every
+// option is declared once in a table (cache_config.cc) from which the parser,
+// validate() and docs/configuration.md are derived; an unknown key, a wrong
+// type or an impossible value is a ConfigError naming the key path
+// (e.g. "tiers[1].size") and the reason.
+//
+// A config file may also hold a top-level "workload" object: it belongs to
+// tiercache-bench and the cache parser leaves it alone.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../tiers/tier_config.h"
+
+namespace tiercache {
+
+// Thrown for a bad config: path() is the JSON key path ("" for the whole
+// document, e.g. a syntax error), what() is "<path>: <reason>".
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string path, const std::string& reason)
+      : std::runtime_error(path.empty() ? reason : path + ": " + reason), path_(std::move(path)) {}
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+enum class EvictionPolicyKind : uint8_t {
+  kLru,    // LRU with optional mid-point insertion
+  kClock,  // FIFO with a second chance; hits take no lock
+};
+
+
+struct PoolConfig {
+  std::string name;               // unique; pool 0 is the default pool
+  double share = 1.0;             // fraction of every tier's slabs, (0, 1]
+
+  friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
+};
+
+struct AllocationConfig {
+  uint32_t min_size = 64;         // smallest allocation class (bytes, item header included)
+  uint32_t max_size = 0;          // largest class; 0 = slab size
+  double growth_factor = 1.25;    // class i+1 = class i * factor, rounded up to 8
+  std::vector<uint32_t> sizes;    // explicit class sizes; overrides the three above
+
+  friend bool operator==(const AllocationConfig&, const AllocationConfig&) = default;
+};
+
+struct IndexConfig {
+  uint32_t bucket_power = 20;     // 2^power buckets
+  uint32_t lock_power = 10;       // 2^power lock stripes
+
+  friend bool operator==(const IndexConfig&, const IndexConfig&) = default;
+};
+
+struct EvictionConfig {
+  EvictionPolicyKind policy = EvictionPolicyKind::kLru;
+  // LRU: new items enter at the point with 1/2^k of the list below it
+  // (0 = at the head, classic LRU; 1 = mid-point).
+  uint32_t lru_insertion_point = 0;
+  // LRU: a hit moves the item to the head at most once per this interval;
+  // hits in between take no lock.
+  uint32_t lru_refresh_ms = 1000;
+
+  friend bool operator==(const EvictionConfig&, const EvictionConfig&) = default;
+};
+
+struct RebalanceConfig {
+  bool enabled = true;
+  // Slabs are taken from the class with the most free slots in the same
+  // pool (see docs/design.md, "Slab rebalancing").
+  std::string strategy = "free-slots";
+
+  friend bool operator==(const RebalanceConfig&, const RebalanceConfig&) = default;
+};
+
+struct CacheConfig {
+  // Largest allocation class the config accepts (allocation.max_size and
+  // explicit sizes are checked against it).
+  static constexpr uint32_t kMaxAllocSize = 16u << 20;
+
+  uint64_t slab_size = 4ull << 20;  // power of two, 64 KiB .. 1 GiB
+  std::vector<TierConfig> tiers;    // tier 0 first; at least one
+  std::vector<PoolConfig> pools;    // empty: one pool "default" with share 1
+  AllocationConfig allocation;
+  IndexConfig index;
+  EvictionConfig eviction;
+  RebalanceConfig rebalance;
+
+  // Parse a JSON document / file; throws ConfigError (and validates).
+  static CacheConfig fromJsonString(std::string_view json);
+  static CacheConfig fromJsonFile(const std::string& path);
+  // The config as JSON; fromJsonString(toJson()) gives an equal config.
+  std::string toJson() const;
+  // Throws ConfigError for impossible values (called by the parsers and by Cache).
+  // Accepts an empty pools list (meaning what normalize() fills in).
+  void validate() const;
+  // Fills in what an omitted option implies: an empty pools list becomes one
+  // pool "default" with share 1. The parsers call it before validate(), so a
+  // parsed config is always normalized; Cache treats an empty list the same.
+  void normalize();
+
+  // Derived values, meaningful once validate() has passed. The allocator uses
+  // these rather than its own arithmetic, so that the budget validate()
+  // checks is the one the cache lives by.
+  uint32_t minAllocSize() const;  // smallest class: sizes[0], else allocation.min_size
+  // Largest class: sizes.back(), else max_size, else min(slab_size, kMaxAllocSize).
+  uint32_t maxAllocSize() const;
+  // CompressedRef slot bits: enough to number the slots of a slab of the
+  // smallest class, bit_width(slab_size / minAllocSize() - 1). validate()
+  // guarantees slabCount() < 2^(32 - slotBits()): every slab has an id and
+  // the all-ones id stays free for CompressedRef::kNull.
+  uint32_t slotBits() const;
+  // Slabs over all tiers, each tier rounded down to whole slabs. Tiers sized
+  // by ratio count 0 until the tier planner has given them a size.
+  uint64_t slabCount() const;
+
+  // A one-tier DRAM config of `bytes` named "dram", with default options and
+  // the pool list normalized. Slabs are 4 MiB from 64 MiB up and 1 MiB below
+  // that, so that small test caches still get a useful number of slabs.
+  static CacheConfig dram(uint64_t bytes);
+
+  // Needs TierConfig::operator== (tiers/tier_config.h) when called.
+  friend bool operator==(const CacheConfig&, const CacheConfig&) = default;
+};
+
+// "256MiB", "1GiB", "4096", "64KiB", "1.5GiB" -> bytes; throws ConfigError(path, ...)
+// Size syntax: digits with an optional fraction, then an optional unit B,
+// KiB, MiB, GiB or TiB (powers of 1024), e.g. "4096", "64KiB", "1.5GiB".
+// The result must be a whole number of bytes below 2^64. Decimal-looking
+// units (KB, MB, GB, k, M ...) are refused as ambiguous.
+uint64_t parseSize(std::string_view text, const std::string& path);
+// The inverse for display and toJson(): "4MiB", "1536KiB", "100B".
+std::string formatSize(uint64_t bytes);
+
+// Every config option (key path, type, default, valid values, description)
+// as a Markdown table: the source of the table in docs/configuration.md.
+std::string configOptionsMarkdown();
+
+}  // namespace tiercache
