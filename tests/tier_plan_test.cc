@@ -296,7 +296,7 @@ TEST_P(TierPlanOnMachine, AutoPlanIsConcreteAndSumsToTheTotal) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SavedMachines, TierPlanOnMachine,
+INSTANTIATE_TEST_SUITE_P(TierPlanSavedMachines, TierPlanOnMachine,
                          ::testing::Values("one_dram", "dram_nvm", "two_sockets"));
 
 TEST(TierPlan, PlannedTiersOpenOnThisMachine) {

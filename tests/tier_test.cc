@@ -167,7 +167,7 @@ TEST_P(TierContract, DestructionUnmapsAndLeavesNothingBehind) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TierContract,
+INSTANTIATE_TEST_SUITE_P(TierBackends, TierContract,
                          ::testing::Values(Backend{"dram", TierKind::kDram, nullptr},
                                            Backend{"pmem_shm", TierKind::kPmemFile, "/dev/shm"},
                                            Backend{"pmem_disk", TierKind::kPmemFile, "/var/tmp"}),
@@ -224,7 +224,7 @@ TEST_P(TierPmemFile, NotEnoughSpaceIsRefusedUpFront) {
   EXPECT_TRUE(dir.entries().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(TmpfsAndDisk, TierPmemFile, ::testing::Values("/dev/shm", "/var/tmp"),
+INSTANTIATE_TEST_SUITE_P(TierTmpfsAndDisk, TierPmemFile, ::testing::Values("/dev/shm", "/var/tmp"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param) == "/dev/shm" ? std::string("tmpfs") : std::string("disk");
                          });
