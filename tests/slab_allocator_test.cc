@@ -1,0 +1,130 @@
+// Slab allocator pieces: class sizes, compressed refs, slab carving, pool
+// quotas and slab release, on a real DRAM tier.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "allocator/compressed_ref.h"
+#include "allocator/slab_allocator.h"
+#include "tiers/dram_tier.h"
+
+namespace tiercache {
+namespace {
+
+TEST(CompressedRef, PacksSlabAndSlot) {
+  const CompressedRef r = CompressedRef::make(1234, 65535, 16);
+  EXPECT_EQ(r.slab(16), 1234u);
+  EXPECT_EQ(r.slot(16), 65535u);
+  EXPECT_FALSE(r.isNull());
+  EXPECT_TRUE(CompressedRef().isNull());
+  EXPECT_FALSE(static_cast<bool>(CompressedRef()));
+}
+
+TEST(ClassSizes, GeometricMultipleOfEightEndingAtMax) {
+  const auto sizes = makeClassSizes(64, 1 << 20, 1.25, {});
+  ASSERT_GT(sizes.size(), 10u);
+  EXPECT_EQ(sizes.front(), 64u);
+  EXPECT_EQ(sizes.back(), 1u << 20);
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    EXPECT_EQ(sizes[i] % 8, 0u);
+    EXPECT_GT(sizes[i], sizes[i - 1]);
+    if (i + 1 < sizes.size()) EXPECT_LE(sizes[i], sizes[i - 1] * 1.25 + 8);
+  }
+}
+
+TEST(ClassSizes, ExplicitListWins) {
+  EXPECT_EQ(makeClassSizes(64, 4096, 2.0, {128, 256, 1024}), (std::vector<uint32_t>{128, 256, 1024}));
+}
+
+class SlabAllocatorTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kSlab = 64 << 10;
+  SlabAllocatorTest()
+      : tier_("dram", 8 * kSlab), table_(kSlab, 10, 8),
+        alloc_(0, tier_, table_, 0, {{"a", 0.5}, {"b", 0.5}}, {64, 256, 1024}, EvictionPolicyOptions{}) {}
+  DramTier tier_;
+  SlabTable table_;
+  SlabAllocator alloc_;
+};
+
+TEST_F(SlabAllocatorTest, ClassForPicksSmallestFit) {
+  EXPECT_EQ(alloc_.classFor(1), 0);
+  EXPECT_EQ(alloc_.classFor(64), 0);
+  EXPECT_EQ(alloc_.classFor(65), 1);
+  EXPECT_EQ(alloc_.classFor(1024), 2);
+  EXPECT_EQ(alloc_.classFor(1025), -1);
+}
+
+TEST_F(SlabAllocatorTest, PoolQuotaBoundsSlabsAndSlotsAreDistinct) {
+  EXPECT_EQ(alloc_.poolQuota(0), 4u);
+  std::set<uint32_t> refs;
+  const uint32_t perSlab = kSlab / 1024;
+  for (uint32_t i = 0; i < 4 * perSlab; ++i) {
+    const CompressedRef r = alloc_.allocateSlot(0, 2);
+    ASSERT_TRUE(r) << i;
+    ASSERT_TRUE(refs.insert(r.raw()).second);
+    Item* it = table_.item(r);
+    // Slots never overlap: each lies inside its slab at a multiple of 1024.
+    const auto off = reinterpret_cast<std::byte*>(it) - tier_.base();
+    EXPECT_EQ(off % 1024, 0);
+    it->init("k", 10);
+    it->state.store(Item::kAccessible);  // pretend published, unpinned
+    alloc_.cls(0, 2).policy().add(r.raw());
+  }
+  EXPECT_FALSE(alloc_.allocateSlot(0, 2)) << "pool a is at its quota";
+  EXPECT_EQ(alloc_.poolSlabs(0), 4u);
+  std::string problems;
+  uint64_t live = 0;
+  alloc_.check(problems, live);
+  EXPECT_EQ(live, 4u * perSlab);
+  EXPECT_EQ(problems, "");
+  EXPECT_TRUE(alloc_.allocateSlot(1, 0)) << "pool b has its own share";
+}
+
+TEST_F(SlabAllocatorTest, FreedSlotIsReusedFirst) {
+  const CompressedRef a = alloc_.allocateSlot(0, 0);
+  const CompressedRef b = alloc_.allocateSlot(0, 0);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a.raw(), b.raw());
+  alloc_.cls(0, 0).pushFree(a);
+  EXPECT_EQ(alloc_.cls(0, 0).freeSlots(), kSlab / 64 - 1);
+  EXPECT_EQ(alloc_.allocateSlot(0, 0).raw(), a.raw());
+}
+
+TEST_F(SlabAllocatorTest, ReleaseSlabRefusesWhilePinnedThenMovesIt) {
+  AllocationClass& donor = alloc_.cls(0, 1);
+  const CompressedRef r = alloc_.allocateSlot(0, 1);
+  ASSERT_TRUE(r);
+  Item* it = table_.item(r);
+  it->init("pinned", 4);  // refcount 1
+  std::vector<CompressedRef> claimed;
+  EXPECT_EQ(donor.releaseSlab(claimed), CompressedRef::kNull);
+  EXPECT_TRUE(claimed.empty());
+  EXPECT_EQ(donor.slabCount(), 1u);
+  it->state.store(Item::kAccessible);  // unpinned, published
+  donor.policy().add(r.raw());
+  const uint32_t slab = donor.releaseSlab(claimed);
+  ASSERT_NE(slab, CompressedRef::kNull);
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].raw(), r.raw());
+  EXPECT_EQ(donor.slabCount(), 0u);
+  EXPECT_EQ(donor.policy().size(), 0u);
+  alloc_.reassignSlab(slab, 0, 2);
+  EXPECT_EQ(table_.slab(slab).allocSize.load(), 1024u);
+  EXPECT_EQ(alloc_.cls(0, 2).freeSlots(), kSlab / 1024);
+}
+
+TEST_F(SlabAllocatorTest, CheckerFindsAForeignFreeSlot) {
+  const CompressedRef a = alloc_.allocateSlot(0, 0);
+  const CompressedRef b = alloc_.allocateSlot(1, 1);
+  ASSERT_TRUE(a && b);
+  alloc_.cls(0, 0).pushFree(a);
+  alloc_.cls(0, 0).pushFree(b);  // b belongs to pool 1, class 1
+  std::string problems;
+  uint64_t live = 0;
+  alloc_.check(problems, live);
+  EXPECT_NE(problems.find("does not own"), std::string::npos) << problems;
+}
+
+}  // namespace
+}  // namespace tiercache
