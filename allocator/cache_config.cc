@@ -266,7 +266,7 @@ void checkPoolShares(const CacheConfig& c, size_t, const std::string& path) {
 // (all ones) reserved for kNull.
 void checkRefBudget(const CacheConfig& c, const std::string& path) {
   const uint32_t slotBits = c.slotBits();
-  const uint64_t slots = c.slab_size / c.minAllocSize();
+  const uint64_t slots = c.slab_size / std::max<uint32_t>(c.minAllocSize(), 1);
   const uint64_t slabs = c.slabCount();
   const uint32_t idBits = static_cast<uint32_t>(std::bit_width(slabs));
   if (slotBits + idBits <= 32) return;
@@ -593,7 +593,9 @@ class DuplicateKeyFinder {
       case Json::parse_event_t::key: {
         Frame& f = stack_.back();
         f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = path();
+        // The workload object is the bench's: its content is not ours to judge.
+        const bool inWorkload = stack_.size() > 1 && stack_.front().key == "workload";
+        if (!f.keys.insert(f.key).second && duplicate_.empty() && !inWorkload) duplicate_ = path();
         break;
       }
       case Json::parse_event_t::object_end:

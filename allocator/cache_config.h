@@ -83,6 +83,49 @@ struct RebalanceConfig {
   friend bool operator==(const RebalanceConfig&, const RebalanceConfig&) = default;
 };
 
+// Moving items between tiers (docs/design.md, "Moving items between tiers").
+struct DemotionConfig {
+  // Evicting from tier i < last copies the item into tier i+1 instead of
+  // dropping it. Off: every tier drops its own evictions.
+  bool enabled = true;
+
+  friend bool operator==(const DemotionConfig&, const DemotionConfig&) = default;
+};
+
+enum class EvictorStrategyKind : uint8_t {
+  kFreeThreshold,  // keep free space between low and high watermarks (percent of a class)
+  kKeepFree,       // keep `keep_free` free slots per class
+};
+
+struct BackgroundEvictionConfig {
+  bool enabled = false;
+  uint32_t threads = 1;               // classes are shared out among them
+  uint32_t interval_ms = 10;          // also woken when an allocation finds no free slot
+  EvictorStrategyKind strategy = EvictorStrategyKind::kFreeThreshold;
+  double low_watermark = 2.0;         // percent free below which a class is served
+  double high_watermark = 5.0;        // percent free the batch aims for
+  uint32_t min_batch = 8;
+  uint32_t max_batch = 512;
+  uint32_t keep_free = 64;            // KeepFree: free slots per class
+
+  friend bool operator==(const BackgroundEvictionConfig&, const BackgroundEvictionConfig&) = default;
+};
+
+struct PromotionConfig {
+  bool enabled = false;
+  bool background = true;             // false: promote synchronously inside find()
+  uint32_t hits = 2;                  // hits in a lower tier (since it landed there) before moving up; 1..7
+  uint32_t max_per_sec = 0;           // rate limit over all threads; 0 = none
+  uint32_t interval_ms = 10;          // promoter thread period (also woken by queued items)
+  uint32_t max_batch = 256;           // promotions per promoter run
+  uint32_t queue_size = 4096;         // pending promotions; further candidates are dropped
+  // The upper tier's class must have at least this percent of its slots
+  // free (the background evictor keeps it so); promotion never evicts.
+  double upper_free_watermark = 0.5;
+
+  friend bool operator==(const PromotionConfig&, const PromotionConfig&) = default;
+};
+
 struct CacheConfig {
   // Largest allocation class the config accepts (allocation.max_size and
   // explicit sizes are checked against it).
@@ -95,6 +138,9 @@ struct CacheConfig {
   IndexConfig index;
   EvictionConfig eviction;
   RebalanceConfig rebalance;
+  DemotionConfig demotion;
+  BackgroundEvictionConfig background_eviction;
+  PromotionConfig promotion;
 
   // Parse a JSON document / file; throws ConfigError (and validates).
   static CacheConfig fromJsonString(std::string_view json);
@@ -129,7 +175,6 @@ struct CacheConfig {
   // that, so that small test caches still get a useful number of slabs.
   static CacheConfig dram(uint64_t bytes);
 
-  // Needs TierConfig::operator== (tiers/tier_config.h) when called.
   friend bool operator==(const CacheConfig&, const CacheConfig&) = default;
 };
 
