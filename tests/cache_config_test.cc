@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -699,6 +700,21 @@ TEST(ConfigDocs, DocumentationContainsTheCurrentTable) {
     ADD_FAILURE() << docsPath() << " is out of date: paste " << out
                   << " (the output of configOptionsMarkdown()) into it between the BEGIN/END markers";
   }
+}
+
+// The configs shipped in configs/ stay valid as the options change.
+// (CacheLib cachebench configs, with "cache_config", are the bench's to read.)
+TEST(ConfigFile, ShippedConfigsParse) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TIERCACHE_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".json") continue;
+    const Json doc = Json::parse(readFile(entry.path().string()));
+    if (doc.contains("cache_config")) continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(CacheConfig::fromJsonFile(entry.path().string()));
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST(ConfigDocs, DocumentationExampleParses) {
