@@ -94,6 +94,23 @@ bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
   return false;
 }
 
+bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item* newItem, uint64_t hash) {
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(*link));
+    if (*link == oldRef.raw()) {
+      newItem->hashNext = it->hashNext;
+      newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
+      *link = newRef.raw();
+      it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      return true;
+    }
+    link = &it->hashNext;
+  }
+  return false;
+}
+
 uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
   uint64_t entries = 0;
   std::unordered_set<uint32_t> seen;

@@ -42,6 +42,10 @@ class AccessIndex {
   // Unpublishes exactly this item if it is still linked (the evictor, which
   // already owns it). Returns whether it was linked.
   bool unlinkExact(CompressedRef ref, uint64_t hash);
+  // Swaps a moved item's copy in for the original, if the original is still
+  // linked: the copy is published and the original unpublished in one step
+  // under the stripe lock, so a reader sees one or the other, never neither.
+  bool replaceExact(CompressedRef oldRef, CompressedRef newRef, Item* newItem, uint64_t hash);
 
   uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t metadataBytes() const;

@@ -9,42 +9,16 @@
 #include <xxhash.h>
 
 #include "access_index.h"
+#include "cache_internal.h"
 #include "item.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
 
 namespace tiercache {
 
-struct CacheCounters {
-  ShardedCounter gets, hits, sets, setFailures, inserts, replaces, removes, allocTooLarge;
-  std::atomic<uint64_t> rebalancedSlabs{0};
-  std::vector<std::unique_ptr<ShardedCounter>> tierHits;
-  // Per class: allocation failures since the last idle-slab check.
-  static constexpr uint32_t kRebalanceCheckEvery = 64;
-};
-
 namespace {
 
-// Candidates an eviction may look at before giving up (all pinned).
-constexpr size_t kEvictionMaxScan = 64;
-// Attempts to evict before an allocation fails.
-constexpr int kEvictionAttempts = 4;
-
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
-
-class ClaimVisitor final : public EvictionVisitor {
- public:
-  explicit ClaimVisitor(const SlabTable& table) : table_(table) {}
-  Verdict visit(uint32_t ref) override {
-    if (!table_.item(CompressedRef(ref))->tryMarkExclusive()) return Verdict::kSkip;
-    victim = CompressedRef(ref);
-    return Verdict::kTake;
-  }
-  CompressedRef victim;
-
- private:
-  const SlabTable& table_;
-};
 
 std::vector<PoolSpec> poolSpecs(const CacheConfig& cfg) {
   std::vector<PoolSpec> specs;
@@ -92,11 +66,13 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_);
   counters_ = std::make_unique<CacheCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
+  movers_ = std::make_unique<MoverState>(*this, config_);
+  startBackgroundWorkers();
 }
 
-// Members are destroyed in reverse order: index and allocators before the
-// tiers whose memory they point into.
-Cache::~Cache() = default;
+// Background threads stop first; then members go in reverse order: index
+// and allocators before the tiers whose memory they point into.
+Cache::~Cache() { movers_->stop(); }
 
 uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
 
@@ -123,8 +99,10 @@ ReadHandle Cache::find(std::string_view key) {
   const CompressedRef ref = index_->acquire(key, hashKey(key), item);
   if (!ref) return {};
   counters_->hits.add();
-  counters_->tierHits[table_->tierOf(ref)]->add();
+  const uint32_t tier = table_->tierOf(ref);
+  counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
+  if (tier > 0 && config_.promotion.enabled) noteLowerTierHit(item, ref);
   return ReadHandle(this, item, ref);
 }
 
@@ -149,37 +127,23 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
     return {};
   }
   AllocationClass& ac = a.cls(pool, static_cast<uint32_t>(cid));
-  const uint64_t attempt = ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
+  ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
 
   CompressedRef ref = a.allocateSlot(pool, static_cast<uint32_t>(cid));
-  if (!ref && config_.rebalance.enabled) {
-    // A class with no slab cannot evict: it must get one. Otherwise look
-    // for idle slabs elsewhere in the pool now and then, not on every miss.
-    const bool starving = ac.slabCount() == 0;
-    if ((starving || attempt % CacheCounters::kRebalanceCheckEvery == 0) &&
-        rebalance(a, pool, static_cast<uint32_t>(cid), !starving)) {
-      ref = a.allocateSlot(pool, static_cast<uint32_t>(cid));
-    }
+  if (!ref && !config_.demotion.enabled) {
+    // Without demotion, lower tiers fill only by falling through to the
+    // first one with room (insert to the first free tier).
+    for (size_t t = 1; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, static_cast<uint32_t>(cid));
   }
-  for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
-    ref = evictOne(ac);
-    if (!ref) ref = ac.popFree();  // another thread may have freed one
+  if (!ref) {
+    wakeEvictor(ac);
+    ref = obtainSlot(0, pool, static_cast<uint32_t>(cid), false);
   }
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
   return WriteHandle(this, item, ref);
-}
-
-CompressedRef Cache::evictOne(AllocationClass& ac) {
-  ClaimVisitor visitor(*table_);
-  if (ac.policy().evict(1, kEvictionMaxScan, visitor) == 0) return CompressedRef();
-  const CompressedRef ref = visitor.victim;
-  Item* item = table_->item(ref);
-  if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
-  ac.counters().evictions.fetch_add(1, std::memory_order_relaxed);
-  return ref;
 }
 
 bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
@@ -306,6 +270,12 @@ CacheStats Cache::stats() const {
         cs.evictions = ac.counters().evictions.load(std::memory_order_relaxed);
         cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
         cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
+        cs.background_evictions = ac.counters().bgEvictions.load(std::memory_order_relaxed);
+        cs.demotions = ac.counters().demotions.load(std::memory_order_relaxed);
+        cs.promotions = ac.counters().promotions.load(std::memory_order_relaxed);
+        ts.background_evictions += cs.background_evictions;
+        ts.demotions += cs.demotions;
+        ts.promotions += cs.promotions;
         ts.items += cs.items;
         ts.alloc_attempts += cs.alloc_attempts;
         ts.alloc_success += cs.alloc_success;
@@ -315,11 +285,35 @@ CacheStats Cache::stats() const {
       }
     }
     s.items += ts.items;
+    s.background_evictions += ts.background_evictions;
+    s.demotions += ts.demotions;
+    s.promotions += ts.promotions;
     s.alloc_attempts += ts.alloc_attempts;
     s.alloc_success += ts.alloc_success;
     s.evictions += ts.evictions;
     s.tiers.push_back(std::move(ts));
   }
+  for (const auto& e : movers_->evictors) {
+    const BackgroundWorkerStats w = e->stats();
+    s.background_evictor.runs += w.runs;
+    s.background_evictor.traversals += w.traversals;
+    s.background_evictor.items += w.items;
+    s.background_evictor.busy_nanos += w.busyNanos;
+  }
+  s.background_evictor.threads = static_cast<uint32_t>(movers_->evictors.size());
+  if (movers_->promoter) {
+    const BackgroundWorkerStats w = movers_->promoter->stats();
+    s.promoter.threads = 1;
+    s.promoter.runs = w.runs;
+    s.promoter.traversals = w.traversals;
+    s.promoter.items = w.items;
+    s.promoter.busy_nanos = w.busyNanos;
+  }
+  s.promotion_candidates = c.promotionCandidates.load(std::memory_order_relaxed);
+  s.promotions_rate_limited = c.promotionsRateLimited.load(std::memory_order_relaxed);
+  s.promotions_no_room = c.promotionsNoRoom.load(std::memory_order_relaxed);
+  s.promotion_queue_dropped = c.promotionQueueDropped.load(std::memory_order_relaxed);
+  s.moves_aborted = c.movesAborted.load(std::memory_order_relaxed);
   // Bucket bytes per item the cache holds, or per slot it could hold while filling.
   const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
   s.index_bytes_per_item = static_cast<double>(index_->bucketCount() * sizeof(uint32_t)) / denom;

@@ -30,7 +30,9 @@ class AllocationClass;
 class SlabAllocator;
 class SlabTable;
 class MemoryTier;
+class CacheBackground;
 struct CacheCounters;
+struct MoverState;
 
 using PoolId = uint16_t;
 
@@ -85,17 +87,33 @@ class Cache {
   friend class ReadHandle;
   friend class WriteHandle;
   friend class CacheTestPeer;
+  friend class CacheBackground;
 
   void release(Item* item, CompressedRef ref);
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);
-  // Takes one slot of the class by evicting its coldest unpinned item; the
-  // slot comes back owned and unlinked from the index. Null if none.
-  CompressedRef evictOne(AllocationClass& ac);
   // Moves a slab from another class of the pool to `classId`.
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
   uint64_t hashKey(std::string_view key) const;
+
+  // ---- moving items between tiers (cache_mover.cc) ----
+  // A slot of (tier, pool, class): free, new slab, rebalanced slab, or one
+  // freed by evicting (demoting) the class's coldest unpinned item.
+  CompressedRef obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId, bool background);
+  // Evicts up to n items of the class, a few per policy-lock hold: each is
+  // demoted into the next tier (or dropped at the last). A freed slot goes
+  // to *reuse if that is non-null and still empty, else to the free list.
+  size_t evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, bool background);
+  // Copies src (marked moving) into the slot dst and swaps the index entry;
+  // false if src was removed or replaced meanwhile (dst is then freed).
+  bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
+  void noteLowerTierHit(Item* item, CompressedRef ref);
+  // Moves a pinned item one tier up if the upper class has room; never evicts.
+  bool promote(Item* item, CompressedRef ref);
+  void wakeEvictor(const AllocationClass& ac);
+  size_t flatClassIndex(const AllocationClass& ac) const;
+  void startBackgroundWorkers();
 
   CacheConfig config_;
   CacheHooks hooks_;
@@ -104,6 +122,8 @@ class Cache {
   std::vector<std::unique_ptr<SlabAllocator>> allocs_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
+  // Last: its threads stop before anything they use is destroyed.
+  std::unique_ptr<MoverState> movers_;
 };
 
 }  // namespace tiercache

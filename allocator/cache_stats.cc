@@ -18,6 +18,24 @@ std::string CacheStats::toJson() const {
   j["alloc_success"] = alloc_success;
   j["alloc_too_large"] = alloc_too_large;
   j["evictions"] = evictions;
+  j["background_evictions"] = background_evictions;
+  j["demotions"] = demotions;
+  j["promotions"] = promotions;
+  j["promotion_candidates"] = promotion_candidates;
+  j["promotions_rate_limited"] = promotions_rate_limited;
+  j["promotions_no_room"] = promotions_no_room;
+  j["promotion_queue_dropped"] = promotion_queue_dropped;
+  j["moves_aborted"] = moves_aborted;
+  auto worker = [](const WorkerStats& w) {
+    return nlohmann::ordered_json{{"threads", w.threads},
+                                  {"runs", w.runs},
+                                  {"traversals", w.traversals},
+                                  {"items", w.items},
+                                  {"avg_items_per_run", w.avgItemsPerRun()},
+                                  {"avg_traversal_us", w.avgTraversalMicros()}};
+  };
+  j["background_evictor"] = worker(background_evictor);
+  j["promoter"] = worker(promoter);
   j["rebalanced_slabs"] = rebalanced_slabs;
   j["items"] = items;
   j["metadata_bytes"] = metadata_bytes;
@@ -36,7 +54,11 @@ std::string CacheStats::toJson() const {
                           {"alloc_attempts", t.alloc_attempts},
                           {"alloc_success", t.alloc_success},
                           {"evictions", t.evictions},
-                          {"hits", t.hits}});
+                          {"background_evictions", t.background_evictions},
+                          {"demotions", t.demotions},
+                          {"promotions", t.promotions},
+                          {"hits", t.hits},
+                          {"hit_ratio", gets ? double(t.hits) / double(gets) : 0.0}});
   }
   for (const PoolStats& p : pools) {
     j["pools"].push_back({{"pool", p.pool}, {"name", p.name}, {"slab_quota", p.slab_quota}, {"slabs", p.slabs}});
@@ -53,6 +75,9 @@ std::string CacheStats::toJson() const {
                             {"alloc_attempts", c.alloc_attempts},
                             {"alloc_success", c.alloc_success},
                             {"evictions", c.evictions},
+                            {"background_evictions", c.background_evictions},
+                            {"demotions", c.demotions},
+                            {"promotions", c.promotions},
                             {"slabs_gained", c.slabs_gained},
                             {"slabs_lost", c.slabs_lost}});
   }
@@ -86,6 +111,11 @@ std::string CacheStats::toPrometheus() const {
       {"removes_total", "counter", "remove calls that removed a key", removes},
       {"evictions_total", "counter", "items evicted to make room", evictions},
       {"rebalanced_slabs_total", "counter", "slabs moved between allocation classes", rebalanced_slabs},
+      {"background_evictions_total", "counter", "items evicted or demoted by background evictors", background_evictions},
+      {"demotions_total", "counter", "items moved to a lower tier", demotions},
+      {"promotions_total", "counter", "items moved to a higher tier", promotions},
+      {"background_evictor_runs_total", "counter", "background evictor passes", background_evictor.runs},
+      {"promoter_runs_total", "counter", "promoter passes", promoter.runs},
       {"items", "gauge", "items in the cache", items},
       {"metadata_bytes", "gauge", "DRAM metadata outside the tiers", metadata_bytes},
   };
@@ -101,6 +131,14 @@ std::string CacheStats::toPrometheus() const {
   }
   metric(out, "tier_hits_total", "counter", "finds served from each tier");
   for (const TierStats& t : tiers) sample(out, "tier_hits_total", "tier=\"" + t.name + "\"", static_cast<double>(t.hits));
+  metric(out, "tier_demotions_total", "counter", "items moved from each tier to the next");
+  for (const TierStats& t : tiers) {
+    sample(out, "tier_demotions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.demotions));
+  }
+  metric(out, "tier_promotions_total", "counter", "items moved from each tier to the one above");
+  for (const TierStats& t : tiers) {
+    sample(out, "tier_promotions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.promotions));
+  }
   metric(out, "tier_evictions_total", "counter", "evictions per tier");
   for (const TierStats& t : tiers) {
     sample(out, "tier_evictions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.evictions));

@@ -22,6 +22,9 @@ struct ClassStats {
   uint64_t alloc_attempts = 0;
   uint64_t alloc_success = 0;
   uint64_t evictions = 0;      // items evicted to make room (foreground)
+  uint64_t background_evictions = 0;
+  uint64_t demotions = 0;      // moved down out of this class
+  uint64_t promotions = 0;     // moved up out of this class
   uint64_t slabs_gained = 0;   // by the rebalancer
   uint64_t slabs_lost = 0;
 };
@@ -37,8 +40,21 @@ struct TierStats {
   uint64_t items = 0;
   uint64_t alloc_attempts = 0;
   uint64_t alloc_success = 0;
-  uint64_t evictions = 0;
+  uint64_t evictions = 0;      // foreground: an allocation had to wait for them
+  uint64_t background_evictions = 0;
+  uint64_t demotions = 0;      // items moved from this tier to the next
+  uint64_t promotions = 0;     // items moved from this tier to the one above
   uint64_t hits = 0;           // finds that found their item in this tier
+};
+
+struct WorkerStats {
+  uint32_t threads = 0;
+  uint64_t runs = 0;
+  uint64_t traversals = 0;     // classes visited
+  uint64_t items = 0;          // items evicted / promoted
+  uint64_t busy_nanos = 0;
+  double avgItemsPerRun() const { return runs ? double(items) / double(runs) : 0.0; }
+  double avgTraversalMicros() const { return traversals ? double(busy_nanos) / 1e3 / double(traversals) : 0.0; }
 };
 
 struct PoolStats {
@@ -59,7 +75,17 @@ struct CacheStats {
   uint64_t alloc_attempts = 0;
   uint64_t alloc_success = 0;
   uint64_t alloc_too_large = 0;  // key or value beyond the largest class
-  uint64_t evictions = 0;
+  uint64_t evictions = 0;      // foreground, all tiers
+  uint64_t background_evictions = 0;
+  uint64_t demotions = 0;
+  uint64_t promotions = 0;
+  uint64_t promotion_candidates = 0;   // lower-tier items that reached the hit threshold
+  uint64_t promotions_rate_limited = 0;
+  uint64_t promotions_no_room = 0;     // upper class below its free watermark
+  uint64_t promotion_queue_dropped = 0;
+  uint64_t moves_aborted = 0;          // item removed or replaced while being moved
+  WorkerStats background_evictor;
+  WorkerStats promoter;
   uint64_t rebalanced_slabs = 0;
   uint64_t items = 0;
   // DRAM metadata outside the tiers: index, slab table, classes.
@@ -72,6 +98,8 @@ struct CacheStats {
   std::vector<ClassStats> classes;  // only classes that ever held a slab
 
   double hitRatio() const { return gets ? double(hits) / double(gets) : 0.0; }
+  // Share of all gets that were served by tier t.
+  double tierHitRatio(size_t t) const { return gets && t < tiers.size() ? double(tiers[t].hits) / double(gets) : 0.0; }
   std::string toJson() const;
   std::string toPrometheus() const;
 };

@@ -2,6 +2,7 @@
 //
 // Layout (28 bytes, 4-byte aligned; slots are 8-byte aligned):
 //   0  state     atomic u32: refcount (20 bits) | kAccessible | kExclusive | kFreeSlot | kMoving
+//                | lower-tier hits (3 bits, for promotion)
 //   4  hashNext  raw CompressedRef, next item in the index bucket (stripe lock)
 //   8  hook      EvictionHook: prev, next, meta (12 bytes, owned by the policy)
 //  20  sizes     key length (8 bits) | value length (24 bits)
@@ -16,11 +17,15 @@
 //   free slot  : state == kFreeSlot, hashNext links the class free list.
 //   allocated  : refcount >= 1 (the WriteHandle), not accessible.
 //   published  : kAccessible set under the index stripe lock.
-//   exclusive  : set only when refcount == 0; the setter owns the item: no
-//                new handle can be taken (tryAcquire fails) and it alone
-//                unlinks, frees or reuses the slot.
+//   exclusive  : set only when refcount == 0 and not moving; the setter owns
+//                the item: no new handle can be taken (tryAcquire fails) and
+//                it alone unlinks, frees or reuses the slot.
+//   moving     : a mover is copying the item to another tier. Readers may
+//                still pin it (its bytes are immutable once published); no
+//                one may claim it until the mover's finishMove(), which
+//                claims it itself if by then it is unpinned and unpublished.
 // Claims happen in: the evictor (refcount 0), the last handle release of an
-// unpublished item, and remove/replace of an unpinned item.
+// unpublished item, remove/replace of an unpinned item, and finishMove.
 #pragma once
 
 #include <atomic>
@@ -39,7 +44,9 @@ class Item {
   static constexpr uint32_t kAccessible = 1u << 20;
   static constexpr uint32_t kExclusive = 1u << 21;
   static constexpr uint32_t kFreeSlot = 1u << 22;
-  static constexpr uint32_t kMoving = 1u << 23;  // reserved for tier moves
+  static constexpr uint32_t kMoving = 1u << 23;
+  static constexpr uint32_t kHitShift = 24;
+  static constexpr uint32_t kHitMask = 7u << kHitShift;  // saturating hit count in a lower tier
 
   static constexpr uint32_t kMaxKeySize = 255;
   static constexpr uint32_t kMaxValueSize = (1u << 24) - 1;
@@ -89,7 +96,7 @@ class Item {
     uint32_t next;
     do {
       next = s - 1;
-      if ((s & kRefMask) == 1 && !(s & (kAccessible | kExclusive))) next |= kExclusive;
+      if ((s & kRefMask) == 1 && !(s & (kAccessible | kExclusive | kMoving))) next |= kExclusive;
     } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
     return (next & kExclusive) && !(s & kExclusive);
   }
@@ -101,7 +108,7 @@ class Item {
     uint32_t next;
     do {
       next = s & ~kAccessible;
-      if ((s & kRefMask) == 0 && !(s & kExclusive)) next |= kExclusive;
+      if ((s & kRefMask) == 0 && !(s & (kExclusive | kMoving))) next |= kExclusive;
     } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
     return (next & kExclusive) && !(s & kExclusive);
   }
@@ -110,10 +117,45 @@ class Item {
   bool tryMarkExclusive() {
     uint32_t s = state.load(std::memory_order_relaxed);
     do {
-      if ((s & kRefMask) || (s & (kExclusive | kFreeSlot))) return false;
+      if ((s & kRefMask) || (s & (kExclusive | kFreeSlot | kMoving))) return false;
     } while (!state.compare_exchange_weak(s, s | kExclusive, std::memory_order_acquire, std::memory_order_relaxed));
     return true;
   }
+
+  // Starts a move of a published item. Eviction (demotion) requires it
+  // unpinned; a promotion may move an item that readers hold.
+  bool tryMarkMoving(bool allowPinned) {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    do {
+      if ((s & (kExclusive | kFreeSlot | kMoving)) || !(s & kAccessible)) return false;
+      if (!allowPinned && (s & kRefMask)) return false;
+    } while (!state.compare_exchange_weak(s, s | kMoving, std::memory_order_acquire, std::memory_order_relaxed));
+    return true;
+  }
+
+  // Ends a move; returns true if the caller now owns the item (it was
+  // unpublished by the move or by a racing remove, and nobody pins it).
+  bool finishMove() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    uint32_t next;
+    do {
+      next = s & ~kMoving;
+      if ((s & kRefMask) == 0 && !(s & (kAccessible | kExclusive))) next |= kExclusive;
+    } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return (next & kExclusive) && !(s & kExclusive);
+  }
+
+  // Counts a hit in a lower tier; returns the new count (saturates at 7).
+  uint32_t addLowerTierHit() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    while ((s & kHitMask) != kHitMask) {
+      if (state.compare_exchange_weak(s, s + (1u << kHitShift), std::memory_order_relaxed)) {
+        return ((s & kHitMask) >> kHitShift) + 1;
+      }
+    }
+    return 7;
+  }
+  void clearLowerTierHits() { state.fetch_and(~kHitMask, std::memory_order_relaxed); }
 };
 
 static_assert(sizeof(Item) == 28, "item header budget is 28 bytes");

@@ -71,7 +71,11 @@ class SlabTable final : public HookResolver {
 struct ClassCounters {
   std::atomic<uint64_t> allocAttempts{0};
   std::atomic<uint64_t> allocSuccess{0};
-  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> evictions{0};     // foreground: an allocation waited for them
+  std::atomic<uint64_t> bgEvictions{0};   // by the background evictors
+  std::atomic<uint64_t> demotions{0};     // moved down out of this class (fg or bg)
+  std::atomic<uint64_t> promotions{0};    // moved up out of this class
+  std::atomic<uint64_t> slowAllocs{0};    // allocations that found no free slot
   std::atomic<uint64_t> slabsGained{0};
   std::atomic<uint64_t> slabsLost{0};
 };

@@ -1,0 +1,53 @@
+#include "periodic_worker.h"
+
+#include <pthread.h>
+
+namespace tiercache {
+
+PeriodicWorker::PeriodicWorker(std::string name, std::chrono::milliseconds interval, std::function<void()> task)
+    : name_(std::move(name)), interval_(interval), task_(std::move(task)) {}
+
+PeriodicWorker::~PeriodicWorker() { stop(); }
+
+void PeriodicWorker::start() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (thread_.joinable()) return;
+  stopRequested_ = false;
+  running_.store(true, std::memory_order_release);
+  thread_ = std::thread([this] { loop(); });
+  // Thread names show up in top/gdb; Linux caps them at 15 characters.
+  pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());
+}
+
+void PeriodicWorker::stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!thread_.joinable()) return;
+    stopRequested_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  running_.store(false, std::memory_order_release);
+}
+
+void PeriodicWorker::wake() {
+  if (wakePending_.exchange(true, std::memory_order_acq_rel)) return;
+  // Taking the mutex orders the flag with the worker's wait, so the wake-up
+  // cannot fall between its check and its sleep.
+  { std::lock_guard<std::mutex> g(mu_); }
+  cv_.notify_one();
+}
+
+void PeriodicWorker::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopRequested_) {
+    lk.unlock();
+    wakePending_.store(false, std::memory_order_release);
+    task_();
+    runs_.fetch_add(1, std::memory_order_relaxed);
+    lk.lock();
+    cv_.wait_for(lk, interval_, [this] { return stopRequested_ || wakePending_.load(std::memory_order_acquire); });
+  }
+}
+
+}  // namespace tiercache

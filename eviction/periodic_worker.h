@@ -1,0 +1,48 @@
+// PeriodicWorker: one background thread that runs a task every interval and
+// whenever wake() is called, and stops promptly (stop() or the destructor
+// interrupts the wait, and waits only for a run already in progress).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace tiercache {
+
+class PeriodicWorker {
+ public:
+  PeriodicWorker(std::string name, std::chrono::milliseconds interval, std::function<void()> task);
+  ~PeriodicWorker();
+  PeriodicWorker(const PeriodicWorker&) = delete;
+  PeriodicWorker& operator=(const PeriodicWorker&) = delete;
+
+  void start();
+  void stop();
+  // Runs the task soon without waiting for the interval. Cheap when a wake
+  // is already pending: callers on hot paths may call it freely.
+  void wake();
+  bool running() const { return running_.load(std::memory_order_acquire); }
+  uint64_t runs() const { return runs_.load(std::memory_order_relaxed); }
+  const std::string& name() const { return name_; }
+
+ private:
+  void loop();
+
+  const std::string name_;
+  const std::chrono::milliseconds interval_;
+  const std::function<void()> task_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopRequested_ = false;
+  std::atomic<bool> wakePending_{false};
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> runs_{0};
+  std::thread thread_;
+};
+
+}  // namespace tiercache
