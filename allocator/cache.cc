@@ -321,6 +321,15 @@ CacheStats Cache::stats() const {
 }
 
 std::string Cache::checkConsistency() const {
+  // Background workers move items between structures; hold them still.
+  movers_->stop();
+  struct Restart {
+    MoverState& m;
+    ~Restart() {
+      for (auto& e : m.evictors) e->start();
+      if (m.promoter) m.promoter->start();
+    }
+  } restart{*movers_};
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

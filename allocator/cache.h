@@ -80,7 +80,8 @@ class Cache {
 
   // Walks every structure and checks the invariants (index <-> items,
   // free lists, eviction lists, slab ownership, no leaked pins). Meant for
-  // tests on a quiescent cache; returns "" when consistent, else a report.
+  // tests: no application thread may use the cache meanwhile; background
+  // workers are paused for the check. Returns "" when consistent, else a report.
   std::string checkConsistency() const;
 
  private:
