@@ -23,7 +23,7 @@ std::optional<TierKind> tierKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
-std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize) {
+std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, const PersistentOpenOptions& persistence) {
   const uint64_t size = slabSize ? cfg.size / slabSize * slabSize : cfg.size;
   if (size == 0) {
     throw TierError(cfg.name, "size " + std::to_string(cfg.size) + " is smaller than one slab (" +

@@ -55,7 +55,53 @@ class MemoryTier {
   virtual void persist(const void* /*addr*/, size_t /*len*/) const {}
 };
 
+// Durable record of what one slab of a persistent tier serves.
+struct SlabRecord {
+  uint32_t allocSize = 0;  // 0: the slab is unassigned
+  uint16_t pool = 0;
+  friend bool operator==(const SlabRecord&, const SlabRecord&) = default;
+};
+
+struct PersistentOpenOptions {
+  // Hash of everything that shapes the layout (slab size, tier size, class
+  // sizes, pools); computed by the cache. An existing pool with another
+  // fingerprint is refused, or rebuilt (emptied) when rebuildOnMismatch.
+  uint64_t fingerprint = 0;
+  bool rebuildOnMismatch = false;
+};
+
+// A tier whose contents survive the process (a libpmemobj pool file).
+//
+// Contract, in addition to MemoryTier's:
+//   - base()/size() is the slab area only; the header and the slab records
+//     live elsewhere in the pool and are never handed out.
+//   - Every value read from the pool (header fields, slab records) is
+//     checked before use: a corrupted or truncated pool is refused at open
+//     with a TierError (or rebuilt when allowed), never read past its mapping.
+//   - setSlabRecord is failure-atomic (a libpmemobj transaction): after a
+//     crash the record is the old one or the new one.
+//   - The clean flag is persisted by setClean; a pool whose process died
+//     without setClean(true) opens with wasCleanShutdown() == false.
+class PersistentTier : public MemoryTier {
+ public:
+  bool persistent() const override { return true; }
+  // An existing pool was opened (not created, not rebuilt): its slabs hold data.
+  virtual bool recovered() const = 0;
+  virtual bool wasCleanShutdown() const = 0;
+  // What happened at open, for logs: "created", "opened after a clean
+  // shutdown", "opened after a crash", "rebuilt: <reason>".
+  virtual std::string openReport() const = 0;
+  // slab is the index within this tier, < size() / slab size. Records read
+  // back are validated by the tier only for range; the cache checks that
+  // allocSize and pool make sense for its config.
+  virtual SlabRecord slabRecord(uint32_t slab) const = 0;
+  virtual void setSlabRecord(uint32_t slab, SlabRecord record) = 0;
+  virtual void setClean(bool clean) = 0;
+};
+
 // Opens the backend for cfg.kind with cfg.size rounded down to slabSize.
-std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize);
+// `persistence` applies to tiers with cfg.persistent set.
+std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize,
+                                     const PersistentOpenOptions& persistence = {});
 
 }  // namespace tiercache

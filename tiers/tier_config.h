@@ -31,6 +31,12 @@ struct TierConfig {
   double ratio = 0;
   // What a failed binding to `nodes` does (dram). dax-kmem always binds strictly.
   BindPolicy bind_policy = BindPolicy::kAdvisory;
+  // pmem-file only: keep the items across restarts in a libpmemobj pool;
+  // `path` is then the pool FILE (created 0600 if missing).
+  bool persistent = false;
+  // persistent only: an existing pool of another layout (config
+  // fingerprint) is emptied and reused instead of refused.
+  bool rebuild_on_mismatch = false;
 
   friend bool operator==(const TierConfig&, const TierConfig&) = default;
 };
