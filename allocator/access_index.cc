@@ -12,8 +12,10 @@ bool keyEquals(const Item* it, std::string_view key) {
 }
 }  // namespace
 
-AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table)
+AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
+                         ItemPersistence* persistence)
     : table_(table),
+      persistence_(persistence),
       mask_((uint64_t{1} << bucketPower) - 1),
       stripeMask_((uint64_t{1} << std::min(lockPower, bucketPower)) - 1),
       buckets_(new uint32_t[mask_ + 1]),
@@ -50,6 +52,10 @@ CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
     if (keyEquals(it, key)) {
+      // Old out before new in: a crash in between loses the key, never
+      // leaves two committed items for it.
+      invalidateIfDurable(it, cur);
+      commitIfDurable(item, ref);
       item->hashNext = it->hashNext;
       *link = ref.raw();
       ownedOld = it->unpublish();
@@ -57,9 +63,25 @@ CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64
     }
     link = &it->hashNext;
   }
+  commitIfDurable(item, ref);
   item->hashNext = buckets_[b];
   buckets_[b] = ref.raw();
   return CompressedRef();
+}
+
+bool AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) {
+  const std::string_view key = item->key();
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SpinLock> g(lockFor(b));
+  for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+    const Item* it = table_.item(CompressedRef(r));
+    if (keyEquals(it, key)) return false;
+    r = it->hashNext;
+  }
+  item->state.fetch_or(Item::kAccessible, std::memory_order_release);
+  item->hashNext = buckets_[b];
+  buckets_[b] = ref.raw();
+  return true;
 }
 
 CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned) {
@@ -70,6 +92,7 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
     if (keyEquals(it, key)) {
+      invalidateIfDurable(it, cur);
       *link = it->hashNext;
       owned = it->unpublish();
       return cur;
@@ -85,6 +108,7 @@ bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(*link));
     if (*link == ref.raw()) {
+      invalidateIfDurable(it, ref);
       *link = it->hashNext;
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
       return true;
@@ -100,6 +124,8 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(*link));
     if (*link == oldRef.raw()) {
+      invalidateIfDurable(it, oldRef);
+      commitIfDurable(newItem, newRef);
       newItem->hashNext = it->hashNext;
       newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
       *link = newRef.raw();

@@ -25,11 +25,29 @@
 
 namespace tiercache {
 
+// What publishing and unpublishing an item of a persistent tier must make
+// durable. Called under the stripe lock, so the durable state of a key
+// changes in the same order as the index: a crash never leaves a
+// replaced or removed item committed, and never two items of one key.
+class ItemPersistence {
+ public:
+  virtual void commit(Item* item, CompressedRef ref) = 0;      // payload already persisted
+  virtual void invalidate(Item* item, CompressedRef ref) = 0;
+
+ protected:
+  ~ItemPersistence() = default;
+};
+
 class AccessIndex {
  public:
   using HashFn = uint64_t (*)(std::string_view);
 
-  AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table);
+  AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
+              ItemPersistence* persistence = nullptr);
+
+  // Start-up of a persistent tier: links an item found committed. Returns
+  // false (and links nothing) if its key is already linked.
+  bool insertRecovered(CompressedRef ref, Item* item, uint64_t hash);
 
   // Finds key and pins it (Item::tryAcquire). Null ref when absent or
   // when the item is being evicted.
@@ -59,8 +77,16 @@ class AccessIndex {
   };
   uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
   SpinLock& lockFor(uint64_t bucket) const { return stripes_[bucket & stripeMask_].lock; }
+  bool durable(CompressedRef ref) const { return persistence_ && table_.slab(ref.slab(table_.slotBits())).persistent; }
+  void commitIfDurable(Item* item, CompressedRef ref) {
+    if (durable(ref)) persistence_->commit(item, ref);
+  }
+  void invalidateIfDurable(Item* item, CompressedRef ref) {
+    if (durable(ref)) persistence_->invalidate(item, ref);
+  }
 
   const SlabTable& table_;
+  ItemPersistence* const persistence_;
   const uint64_t mask_;
   const uint64_t stripeMask_;
   std::unique_ptr<uint32_t[]> buckets_;

@@ -43,7 +43,10 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 
   uint64_t totalSlabs = 0;
   for (const TierConfig& t : config_.tiers) {
-    tiers_.push_back(openTier(t, slabSize));
+    PersistentOpenOptions popts;
+    popts.fingerprint = layoutFingerprint(config_, t, sizes);
+    popts.rebuildOnMismatch = t.rebuild_on_mismatch;
+    tiers_.push_back(openTier(t, slabSize, popts));
     totalSlabs += tiers_.back()->size() / slabSize;
   }
   if (slotBits >= 32 || totalSlabs >= (uint64_t{1} << (32 - slotBits))) {
@@ -63,16 +66,23 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
     allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
-  index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_);
+  persistence_ = std::make_unique<CachePersistence>(*this);
+  index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
+                                         firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<MoverState>(*this, config_);
+  recoverPersistentTiers();
   startBackgroundWorkers();
 }
 
-// Background threads stop first; then members go in reverse order: index
-// and allocators before the tiers whose memory they point into.
-Cache::~Cache() { movers_->stop(); }
+// Background threads stop first; then the persistent tiers are closed
+// cleanly; then members go in reverse order: index and allocators before
+// the tiers whose memory they point into.
+Cache::~Cache() {
+  movers_->stop();
+  closePersistentTiers();
+}
 
 uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
 
@@ -146,6 +156,33 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   return WriteHandle(this, item, ref);
 }
 
+WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
+  const int pt = firstPersistentTier();
+  if (pt < 0) return allocate(key, valueSize);
+  if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
+    counters_->allocTooLarge.add();
+    return {};
+  }
+  SlabAllocator& a = *allocs_[pt];
+  const int cid = a.classFor(Item::totalSize(key.size(), valueSize));
+  if (cid < 0) {
+    counters_->allocTooLarge.add();
+    return {};
+  }
+  AllocationClass& ac = a.cls(0, static_cast<uint32_t>(cid));
+  ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
+  CompressedRef ref = a.allocateSlot(0, static_cast<uint32_t>(cid));
+  if (!ref) {
+    wakeEvictor(ac);
+    ref = obtainSlot(static_cast<uint32_t>(pt), 0, static_cast<uint32_t>(cid), false);
+  }
+  if (!ref) return {};
+  Item* item = table_->item(ref);
+  item->init(key, static_cast<uint32_t>(valueSize));
+  ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
+  return WriteHandle(this, item, ref);
+}
+
 bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
   const int donorId = a.pickDonor(pool, classId);
   if (donorId < 0) return false;
@@ -174,6 +211,7 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();
+  if (table_->slab(ref.slab(table_->slotBits())).persistent) persistence_->persistPayload(item, ref);
   bool ownedOld = false;
   const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
   table_->owner(ref)->policy().add(ref.raw());
@@ -185,7 +223,7 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
 
 bool Cache::set(std::string_view key, std::string_view value) {
   counters_->sets.add();
-  WriteHandle h = allocate(key, value.size());
+  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, value.size()) : allocate(key, value.size());
   if (!h) {
     counters_->setFailures.add();
     return false;
@@ -253,6 +291,8 @@ CacheStats Cache::stats() const {
     ts.slabs_total = a.slabCount();
     ts.slabs_used = a.slabsUsed();
     ts.hits = c.tierHits[t]->load();
+    ts.persistent = a.tier().persistent();
+    if (auto* pt = dynamic_cast<const PersistentTier*>(&a.tier())) ts.open_report = pt->openReport();
     for (uint32_t p = 0; p < a.poolCount(); ++p) {
       for (uint32_t k = 0; k < a.classCount(); ++k) {
         const AllocationClass& ac = a.cls(p, k);
@@ -314,6 +354,9 @@ CacheStats Cache::stats() const {
   s.promotions_no_room = c.promotionsNoRoom.load(std::memory_order_relaxed);
   s.promotion_queue_dropped = c.promotionQueueDropped.load(std::memory_order_relaxed);
   s.moves_aborted = c.movesAborted.load(std::memory_order_relaxed);
+  s.recovered_items = c.recoveredItems;
+  s.discarded_items = c.discardedItems;
+  s.recovery_seconds = c.recoverySeconds;
   // Bucket bytes per item the cache holds, or per slot it could hold while filling.
   const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
   s.index_bytes_per_item = static_cast<double>(index_->bucketCount() * sizeof(uint32_t)) / denom;

@@ -31,6 +31,7 @@ class SlabAllocator;
 class SlabTable;
 class MemoryTier;
 class CacheBackground;
+class CachePersistence;
 struct CacheCounters;
 struct MoverState;
 
@@ -89,8 +90,11 @@ class Cache {
   friend class WriteHandle;
   friend class CacheTestPeer;
   friend class CacheBackground;
+  friend class CachePersistence;
 
   void release(Item* item, CompressedRef ref);
+  // durable_sets: a slot in the first persistent tier (default pool).
+  WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);
@@ -116,11 +120,21 @@ class Cache {
   size_t flatClassIndex(const AllocationClass& ac) const;
   void startBackgroundWorkers();
 
+  // ---- persistent tiers (cache_persistence.cc) ----
+  static uint64_t layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier,
+                                    const std::vector<uint32_t>& classSizes);
+  // Rebuilds the index and eviction lists from committed items.
+  void recoverPersistentTiers();
+  // Clean shutdown: optional demotion into the persistent tier, clean flag.
+  void closePersistentTiers();
+  int firstPersistentTier() const;
+
   CacheConfig config_;
   CacheHooks hooks_;
   std::vector<std::unique_ptr<MemoryTier>> tiers_;
   std::unique_ptr<SlabTable> table_;
   std::vector<std::unique_ptr<SlabAllocator>> allocs_;
+  std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
   // Last: its threads stop before anything they use is destroyed.

@@ -126,6 +126,18 @@ struct PromotionConfig {
   friend bool operator==(const PromotionConfig&, const PromotionConfig&) = default;
 };
 
+// Persistent tiers (docs/persistence.md).
+struct PersistenceConfig {
+  // set() stores new items straight into the first persistent tier and
+  // returns only once they are durable there.
+  bool durable_sets = false;
+  // On a clean shutdown (Cache destroyed), items of the tiers above the
+  // first persistent tier are demoted into it while it has room.
+  bool demote_on_shutdown = true;
+
+  friend bool operator==(const PersistenceConfig&, const PersistenceConfig&) = default;
+};
+
 struct CacheConfig {
   // Largest allocation class the config accepts (allocation.max_size and
   // explicit sizes are checked against it).
@@ -141,6 +153,7 @@ struct CacheConfig {
   DemotionConfig demotion;
   BackgroundEvictionConfig background_eviction;
   PromotionConfig promotion;
+  PersistenceConfig persistence;
 
   // Parse a JSON document / file; throws ConfigError (and validates).
   static CacheConfig fromJsonString(std::string_view json);

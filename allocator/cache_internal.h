@@ -10,6 +10,7 @@
 
 #include "../eviction/background_mover.h"
 #include "../eviction/eviction_policy.h"
+#include "access_index.h"
 #include "cache.h"
 #include "sharded_counter.h"
 
@@ -19,6 +20,8 @@ struct CacheCounters {
   ShardedCounter gets, hits, sets, setFailures, inserts, replaces, removes, allocTooLarge;
   std::atomic<uint64_t> rebalancedSlabs{0};
   std::vector<std::unique_ptr<ShardedCounter>> tierHits;
+  uint64_t recoveredItems = 0, discardedItems = 0;  // written once, before any other thread
+  double recoverySeconds = 0;
   std::atomic<uint64_t> promotionCandidates{0}, promotionsRateLimited{0}, promotionsNoRoom{0},
       promotionQueueDropped{0}, movesAborted{0};
 };
@@ -68,6 +71,24 @@ class RateLimiter {
   std::atomic<uint32_t> windowStart_{coarseNowMs()};
   std::atomic<uint32_t> count_{0};
 };
+
+// Commit protocol for items of persistent tiers (docs/persistence.md):
+// payload persisted first (by the writer, before publishing), then the
+// checksum written and persisted here, under the index stripe lock.
+class CachePersistence final : public ItemPersistence {
+ public:
+  explicit CachePersistence(Cache& cache) : cache_(cache) {}
+  void commit(Item* item, CompressedRef ref) override;
+  void invalidate(Item* item, CompressedRef ref) override;
+  // Persists header, key and value of an item about to be published.
+  void persistPayload(const Item* item, CompressedRef ref) const;
+
+ private:
+  Cache& cache_;
+};
+
+// Checksum of an item's sizes, key and value; never 0 (0 means "not committed").
+uint32_t itemChecksum(const Item* item);
 
 // The cache as the background workers see it.
 class CacheBackground final : public BackgroundTarget {

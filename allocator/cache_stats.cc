@@ -37,6 +37,9 @@ std::string CacheStats::toJson() const {
   j["background_evictor"] = worker(background_evictor);
   j["promoter"] = worker(promoter);
   j["rebalanced_slabs"] = rebalanced_slabs;
+  j["recovered_items"] = recovered_items;
+  j["discarded_items"] = discarded_items;
+  j["recovery_seconds"] = recovery_seconds;
   j["items"] = items;
   j["metadata_bytes"] = metadata_bytes;
   j["item_header_bytes"] = item_header_bytes;
@@ -58,6 +61,8 @@ std::string CacheStats::toJson() const {
                           {"demotions", t.demotions},
                           {"promotions", t.promotions},
                           {"hits", t.hits},
+                          {"persistent", t.persistent},
+                          {"open_report", t.open_report},
                           {"hit_ratio", gets ? double(t.hits) / double(gets) : 0.0}});
   }
   for (const PoolStats& p : pools) {

@@ -45,6 +45,8 @@ struct TierStats {
   uint64_t demotions = 0;      // items moved from this tier to the next
   uint64_t promotions = 0;     // items moved from this tier to the one above
   uint64_t hits = 0;           // finds that found their item in this tier
+  bool persistent = false;
+  std::string open_report;     // persistent tiers: what happened at open
 };
 
 struct WorkerStats {
@@ -87,6 +89,10 @@ struct CacheStats {
   WorkerStats background_evictor;
   WorkerStats promoter;
   uint64_t rebalanced_slabs = 0;
+  // Start-up of persistent tiers.
+  uint64_t recovered_items = 0;
+  uint64_t discarded_items = 0;        // torn, uncommitted or duplicate
+  double recovery_seconds = 0;
   uint64_t items = 0;
   // DRAM metadata outside the tiers: index, slab table, classes.
   uint64_t metadata_bytes = 0;

@@ -70,6 +70,11 @@ void AllocationClass::addSlab(uint32_t slab) {
   }
 }
 
+void AllocationClass::adoptSlab(uint32_t slab) {
+  std::lock_guard<std::mutex> g(lock_);
+  slabs_.push_back(slab);
+}
+
 uint64_t AllocationClass::slabCount() const {
   std::lock_guard<std::mutex> g(lock_);
   return slabs_.size();
@@ -238,11 +243,15 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& ta
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes) {
+  persistent_ = tier.persistent() ? dynamic_cast<PersistentTier*>(&tier) : nullptr;
   for (uint32_t i = 0; i < slabCount_; ++i) {
     SlabInfo& s = table_.slab(firstSlab_ + i);
     s.base = tier.base() + static_cast<uint64_t>(i) * table.slabSize();
     s.tier = tierIndex;
+    s.persistent = persistent_ != nullptr;
   }
+  // Hand slabs out in address order: pop from the back.
+  for (uint32_t i = slabCount_; i-- > 0;) freeSlabs_.push_back(firstSlab_ + i);
   for (uint32_t p = 0; p < pools.size(); ++p) {
     auto pool = std::make_unique<Pool>();
     pool->name = pools[p].name;
@@ -258,7 +267,7 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& ta
 
 uint32_t SlabAllocator::slabsUsed() const {
   std::lock_guard<std::mutex> g(slabLock_);
-  return nextFresh_;
+  return slabCount_ - static_cast<uint32_t>(freeSlabs_.size());
 }
 
 int SlabAllocator::classFor(size_t bytes) const {
@@ -278,8 +287,9 @@ bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
   uint32_t slab;
   {
     std::lock_guard<std::mutex> g(slabLock_);
-    if (p.owned.load(std::memory_order_relaxed) >= p.quota || nextFresh_ >= slabCount_) return false;
-    slab = firstSlab_ + nextFresh_++;
+    if (p.owned.load(std::memory_order_relaxed) >= p.quota || freeSlabs_.empty()) return false;
+    slab = freeSlabs_.back();
+    freeSlabs_.pop_back();
     p.owned.fetch_add(1, std::memory_order_relaxed);
   }
   reassignSlab(slab, pool, classId);
@@ -289,9 +299,35 @@ bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
 void SlabAllocator::reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId) {
   AllocationClass& c = cls(pool, classId);
   SlabInfo& s = table_.slab(slab);
+  // Durable first: after a crash the slab is scanned with its new layout,
+  // and every item of its old layout was invalidated before its release.
+  if (persistent_) persistent_->setSlabRecord(slab - firstSlab_, {c.allocSize(), static_cast<uint16_t>(pool)});
   s.allocSize.store(c.allocSize(), std::memory_order_relaxed);
   s.owner.store(&c, std::memory_order_relaxed);
   c.addSlab(slab);  // the class lock publishes the two stores above
+}
+
+void SlabAllocator::adoptSlab(uint32_t slabInTier, uint32_t pool, uint32_t classId) {
+  const uint32_t slab = firstSlab_ + slabInTier;
+  AllocationClass& c = cls(pool, classId);
+  SlabInfo& s = table_.slab(slab);
+  s.allocSize.store(c.allocSize(), std::memory_order_relaxed);
+  s.owner.store(&c, std::memory_order_relaxed);
+  c.adoptSlab(slab);
+  pools_[pool]->owned.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(slabLock_);
+  if (adopted_.empty()) adopted_.assign(slabCount_, false);
+  adopted_[slabInTier] = true;
+}
+
+void SlabAllocator::finishRecovery() {
+  std::lock_guard<std::mutex> g(slabLock_);
+  if (adopted_.empty()) return;
+  freeSlabs_.clear();
+  for (uint32_t i = slabCount_; i-- > 0;) {
+    if (!adopted_[i]) freeSlabs_.push_back(firstSlab_ + i);
+  }
+  adopted_.clear();
 }
 
 int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver) const {

@@ -35,6 +35,7 @@ struct SlabInfo {
   std::atomic<uint32_t> allocSize{0};          // 0 while the slab is unassigned
   std::atomic<AllocationClass*> owner{nullptr};  // class that owns it
   uint32_t tier = 0;
+  bool persistent = false;  // its tier keeps items across restarts
 };
 
 class SlabTable final : public HookResolver {
@@ -102,6 +103,9 @@ class AllocationClass {
   void pushFree(CompressedRef ref);
   // Takes a newly assigned slab (its allocSize and owner already set).
   void addSlab(uint32_t slab);
+  // Takes a slab found in a persistent tier at start-up: fully carved; the
+  // caller scans its slots and frees or publishes each.
+  void adoptSlab(uint32_t slab);
 
   uint64_t slabCount() const;
   uint64_t freeSlots() const;  // free list + uncarved
@@ -174,6 +178,12 @@ class SlabAllocator {
   // Hands a released slab to another class of the same pool.
   void reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId);
 
+  // Start-up of a persistent tier: give slab `slabInTier` back to its class
+  // (as its durable record says), then finishRecovery() once.
+  void adoptSlab(uint32_t slabInTier, uint32_t pool, uint32_t classId);
+  void finishRecovery();
+  uint32_t firstSlab() const { return firstSlab_; }
+
   // Free-slots strategy: the class of `pool` other than `receiver` whose free
   // slots add up to the most bytes, if at least one slab's worth; else the
   // class with the most slabs (more than one). -1 when none qualifies.
@@ -197,8 +207,11 @@ class SlabAllocator {
   std::vector<uint32_t> classSizes_;
   std::vector<std::unique_ptr<Pool>> pools_;
 
+  PersistentTier* persistent_ = nullptr;  // non-null: record slab ownership durably
+
   mutable std::mutex slabLock_;
-  uint32_t nextFresh_ = 0;  // slabs [0, nextFresh_) have been handed out
+  std::vector<uint32_t> freeSlabs_;  // unassigned slabs (ids), handed out from the back
+  std::vector<bool> adopted_;        // during recovery: slabs taken by adoptSlab
 };
 
 }  // namespace tiercache
