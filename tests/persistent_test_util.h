@@ -1,0 +1,26 @@
+// The config shared by the persistent-cache tests and their crash child, so
+// that both open the pool file with the same layout fingerprint.
+#pragma once
+
+#include <string>
+
+#include "allocator/cache_config.h"
+#include "test_util.h"
+
+namespace tiercache::test {
+
+inline CacheConfig persistentConfig(const std::string& poolFile, bool durableSets) {
+  CacheConfig cfg = smallDramConfig(4 << 20, "lru", 256 << 10);
+  TierConfig pmem;
+  pmem.name = "pmem";
+  pmem.kind = TierKind::kPmemFile;
+  pmem.size = 32 << 20;
+  pmem.path = poolFile;
+  pmem.persistent = true;
+  cfg.tiers.push_back(pmem);
+  cfg.allocation.max_size = 64 << 10;
+  cfg.persistence.durable_sets = durableSets;
+  return cfg;
+}
+
+}  // namespace tiercache::test
