@@ -17,12 +17,21 @@ double rate(uint64_t n, double seconds) { return seconds > 0 ? double(n) / secon
 // The measured-phase change of the cache counters.
 struct CacheDelta {
   uint64_t alloc_attempts, alloc_success, evictions, gets, hits;
+  uint64_t background_evictions, background_runs, demotions, promotions;
 };
 
 CacheDelta delta(const WorkloadResult& r) {
-  return CacheDelta{r.after.alloc_attempts - r.before.alloc_attempts, r.after.alloc_success - r.before.alloc_success,
-                    r.after.evictions - r.before.evictions, r.after.gets - r.before.gets,
-                    r.after.hits - r.before.hits};
+  const CacheStats& a = r.after;
+  const CacheStats& b = r.before;
+  return CacheDelta{a.alloc_attempts - b.alloc_attempts,
+                    a.alloc_success - b.alloc_success,
+                    a.evictions - b.evictions,
+                    a.gets - b.gets,
+                    a.hits - b.hits,
+                    a.background_evictions - b.background_evictions,
+                    a.background_evictor.runs - b.background_evictor.runs,
+                    a.demotions - b.demotions,
+                    a.promotions - b.promotions};
 }
 
 std::string sformat(const char* fmt, auto... args) {
@@ -58,6 +67,12 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r) 
   s += sformat("Alloc Attempts: %s Success: %.2f%%\n", withCommas(d.alloc_attempts).c_str(),
               pct(d.alloc_success, d.alloc_attempts));
   s += sformat("Evictions     : %s\n", withCommas(d.evictions).c_str());
+  if (r.after.background_evictor.threads > 0)
+    s += sformat("Background evictions: %s in %s runs\n", withCommas(d.background_evictions).c_str(),
+                 withCommas(d.background_runs).c_str());
+  if (r.after.tiers.size() > 1)
+    s += sformat("Demotions     : %s Promotions: %s\n", withCommas(d.demotions).c_str(),
+                 withCommas(d.promotions).c_str());
   s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
   s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
   s += opLine("get", r.ops.gets, r.ops.get_hits, r.elapsed_seconds);
@@ -85,8 +100,18 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r) {
                 {"success_ratio", count ? double(success) / double(count) : 0.0}};
   };
   json tiers = json::array();
-  for (const TierStats& t : r.after.tiers)
-    tiers.push_back({{"name", t.name}, {"kind", t.kind}, {"items", t.items}, {"hits", t.hits}});
+  for (size_t i = 0; i < r.after.tiers.size(); ++i) {
+    const TierStats& t = r.after.tiers[i];
+    const TierStats b = i < r.before.tiers.size() ? r.before.tiers[i] : TierStats{};
+    tiers.push_back({{"name", t.name},
+                     {"kind", t.kind},
+                     {"items", t.items},
+                     {"hits", t.hits - b.hits},
+                     {"evictions", t.evictions - b.evictions},
+                     {"background_evictions", t.background_evictions - b.background_evictions},
+                     {"demotions", t.demotions - b.demotions},
+                     {"promotions", t.promotions - b.promotions}});
+  }
   json j = {
       {"workload", json::parse(config.toJson())},
       {"cache",
@@ -96,6 +121,10 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r) {
         {"alloc_success", d.alloc_success},
         {"alloc_success_ratio", d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0},
         {"evictions", d.evictions},
+        {"background_evictions", d.background_evictions},
+        {"background_evictor_runs", d.background_runs},
+        {"demotions", d.demotions},
+        {"promotions", d.promotions},
         {"gets", d.gets},
         {"hits", d.hits},
         {"hit_ratio", d.gets ? double(d.hits) / double(d.gets) : 0.0},

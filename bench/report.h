@@ -1,7 +1,7 @@
 // Report: a WorkloadResult as text (cachebench-style) or as JSON.
 //
-// Cache counters (alloc attempts, evictions, gets, hits) are the change
-// over the measured phase; items are counted at its end; op rates are the
+// Cache counters (alloc attempts, evictions, background evictions,
+// demotions, promotions, gets, hits) are the change over the measured phase; items are counted at its end; op rates are the
 // workload's own counts over the measured wall-clock time.
 #pragma once
 

@@ -109,6 +109,9 @@ TEST_F(BenchCliTest, JsonReportAndProgressOnRequest) {
   EXPECT_GT(gets, 0u);
   EXPECT_EQ(j["cache"]["gets"], gets);
   EXPECT_EQ(j["cache"]["tiers"][0]["name"], "dram");
+  // Tier counters are measured-phase changes like the cache-wide ones.
+  EXPECT_EQ(j["cache"]["tiers"][0]["hits"], j["cache"]["hits"]);
+  EXPECT_EQ(j["cache"]["tiers"][0]["evictions"], j["cache"]["evictions"]);
   EXPECT_GT(j["cache"]["alloc_attempts"].get<uint64_t>(), 0u);
   EXPECT_GT(j["cache"]["item_header_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["workload"]["keys"], 5000);
