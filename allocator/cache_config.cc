@@ -119,7 +119,19 @@ std::string indexed(const std::string& prefix, size_t i) { return prefix + "[" +
 // ---------------------------------------------------------------------------
 // The option table
 
-enum class Section : uint8_t { kTop, kTier, kPool, kAllocation, kIndex, kEviction, kRebalance };
+enum class Section : uint8_t {
+  kTop,
+  kTier,
+  kPool,
+  kAllocation,
+  kIndex,
+  kEviction,
+  kRebalance,
+  kDemotion,
+  kBackgroundEviction,
+  kPromotion,
+  kPersistence,
+};
 
 // How a section's keys are written in docs (and prefixed in key paths).
 std::string_view sectionPrefix(Section s) {
@@ -131,6 +143,10 @@ std::string_view sectionPrefix(Section s) {
     case Section::kIndex: return "index";
     case Section::kEviction: return "eviction";
     case Section::kRebalance: return "rebalance";
+    case Section::kDemotion: return "demotion";
+    case Section::kBackgroundEviction: return "background_eviction";
+    case Section::kPromotion: return "promotion";
+    case Section::kPersistence: return "persistence";
   }
   return "";
 }
@@ -152,7 +168,7 @@ enum class Type : uint8_t {
 // Where an option lives in a CacheConfig. Enum options point at the enum
 // (its value indexes `choices`) or at a string holding one of the choices.
 using Field = std::variant<std::monostate, uint64_t*, uint32_t*, double*, bool*, std::string*, TierKind*,
-                           BindPolicy*, EvictionPolicyKind*, std::vector<uint32_t>*>;
+                           BindPolicy*, EvictionPolicyKind*, EvictorStrategyKind*, std::vector<uint32_t>*>;
 // `index` selects the element for options under tiers[] and pools[].
 using FieldFn = Field (*)(CacheConfig& c, size_t index);
 // A rule involving other options; throws ConfigError(path, reason).
@@ -232,14 +248,65 @@ void checkTierBindPolicy(const CacheConfig& c, size_t i, const std::string& path
   }
 }
 
+// A pathless pmem-file tier is planned into pmem_dir (planTiers does so),
+// but a persistent tier's path is its pool file, which a directory cannot
+// stand in for.
 void checkTierPath(const CacheConfig& c, size_t i, const std::string& path) {
   const TierConfig& t = c.tiers[i];
-  if (t.kind == TierKind::kPmemFile && t.path.empty()) {
-    throw ConfigError(path, "a pmem-file tier needs a path (a directory or file, e.g. \"/dev/shm\")");
+  if (t.kind == TierKind::kPmemFile && t.path.empty() && t.persistent) {
+    throw ConfigError(path, "a persistent pmem-file tier needs a path: its pool file (pmem_dir does not apply)");
+  }
+  if (t.kind == TierKind::kPmemFile && t.path.empty() && c.pmem_dir.empty()) {
+    throw ConfigError(path, "a pmem-file tier needs a path, the directory its file is created in "
+                            "(e.g. \"/dev/shm\"), or a top-level pmem_dir");
   }
   if (t.kind != TierKind::kPmemFile && !t.path.empty()) {
     throw ConfigError(path, std::string("only a pmem-file tier takes a path; this tier's kind is '") +
                                 tierKindName(t.kind) + "'");
+  }
+}
+
+void checkTierPersistent(const CacheConfig& c, size_t i, const std::string& path) {
+  const TierConfig& t = c.tiers[i];
+  if (t.persistent && t.kind != TierKind::kPmemFile) {
+    throw ConfigError(path, std::string("only a pmem-file tier can be persistent; this tier's kind is '") +
+                                tierKindName(t.kind) + "'");
+  }
+}
+
+void checkTierRebuild(const CacheConfig& c, size_t i, const std::string& path) {
+  if (c.tiers[i].rebuild_on_mismatch && !c.tiers[i].persistent) {
+    throw ConfigError(path, "applies only to a persistent tier (persistent is false)");
+  }
+}
+
+// What planTiers() will refuse about the total, caught while the user still
+// has the config file open. Sums saturate: sizes may each be near 2^64.
+void checkTotalSize(const CacheConfig& c, size_t, const std::string& path) {
+  uint64_t sized = 0;
+  int firstRatio = -1;
+  for (size_t i = 0; i < c.tiers.size(); ++i) {
+    const uint64_t s = c.tiers[i].size;
+    sized = s > std::numeric_limits<uint64_t>::max() - sized ? std::numeric_limits<uint64_t>::max() : sized + s;
+    if (s == 0 && firstRatio < 0) firstRatio = static_cast<int>(i);
+  }
+  if (c.total_size != 0 && c.total_size < c.slab_size) {
+    throw ConfigError(path, formatSize(c.total_size) + " is smaller than one slab (slab_size " +
+                                formatSize(c.slab_size) + ")");
+  }
+  if (firstRatio >= 0 && c.total_size == 0) {
+    throw ConfigError(path, "tiers[" + std::to_string(firstRatio) +
+                                "] has a ratio, so the tier planner needs a total to share out (0 means every "
+                                "tier has its own size)");
+  }
+  if (c.total_size != 0 && sized > c.total_size) {
+    throw ConfigError(path, formatSize(c.total_size) + " is less than the sized tiers take (" + formatSize(sized) +
+                                ")");
+  }
+  if (firstRatio >= 0 && sized >= c.total_size) {
+    throw ConfigError(path, "nothing of " + formatSize(c.total_size) + " is left for the ratio tiers (tiers[" +
+                                std::to_string(firstRatio) + "] ...) after the sized tiers take " +
+                                formatSize(sized));
   }
 }
 
@@ -311,6 +378,22 @@ void checkSizes(const CacheConfig& c, size_t, const std::string& path) {
   if (!s.empty()) checkRefBudget(c, indexed(path, 0));
 }
 
+void checkHighWatermark(const CacheConfig& c, size_t, const std::string& path) {
+  const BackgroundEvictionConfig& b = c.background_eviction;
+  if (b.high_watermark < b.low_watermark) {
+    throw ConfigError(path, formatNumber(b.high_watermark) + " is below background_eviction.low_watermark (" +
+                                formatNumber(b.low_watermark) + ")");
+  }
+}
+
+void checkMaxBatch(const CacheConfig& c, size_t, const std::string& path) {
+  const BackgroundEvictionConfig& b = c.background_eviction;
+  if (b.max_batch < b.min_batch) {
+    throw ConfigError(path, std::to_string(b.max_batch) + " is below background_eviction.min_batch (" +
+                                std::to_string(b.min_batch) + ")");
+  }
+}
+
 void checkLockPower(const CacheConfig& c, size_t, const std::string& path) {
   if (c.index.lock_power > c.index.bucket_power) {
     throw ConfigError(path, std::to_string(c.index.lock_power) + " is larger than index.bucket_power (" +
@@ -329,6 +412,18 @@ const std::vector<Option>& options() {
        .rule = "at least one", .check = checkTiersPresent, .child = Section::kTier,
        .count = [](const CacheConfig& c) { return c.tiers.size(); },
        .resize = [](CacheConfig& c, size_t n) { c.tiers.resize(n); }},
+      // After tiers, so that a tier's own mistake is reported first.
+      {.section = Section::kTop, .name = "total_size", .type = Type::kSize,
+       .description = "For the tier planner: the bytes shared out among the tiers sized by ratio, after the "
+                      "sized tiers take theirs. 0: every tier has its own size.",
+       .field = TC_FIELD(c.total_size),
+       .rule = "0 or >= slab_size; not 0 when a tier has a ratio; at least the sized tiers' sum (more than it "
+               "when a tier has a ratio)",
+       .check = checkTotalSize},
+      {.section = Section::kTop, .name = "pmem_dir", .type = Type::kString,
+       .description = "For the tier planner: the directory for emulated PMEM (a file there, unlinked), used by "
+                      "auto tiers after the NVM nodes and by pmem-file tiers without a path. \"\": none.",
+       .field = TC_FIELD(c.pmem_dir)},
       {.section = Section::kTop, .name = "pools", .type = Type::kObjectList,
        .description = "Pools partition every tier's slabs; pools[0] is the default pool. "
                       "Empty or absent: one pool \"default\" with share 1.",
@@ -343,6 +438,15 @@ const std::vector<Option>& options() {
        .description = "Eviction policy of every (tier, pool, class).", .child = Section::kEviction},
       {.section = Section::kTop, .name = "rebalance", .type = Type::kObject,
        .description = "Moving slabs between allocation classes.", .child = Section::kRebalance},
+      {.section = Section::kTop, .name = "demotion", .type = Type::kObject,
+       .description = "Moving evicted items down to the next tier.", .child = Section::kDemotion},
+      {.section = Section::kTop, .name = "background_eviction", .type = Type::kObject,
+       .description = "Background evictor threads that keep free space in every (tier, pool, class).",
+       .child = Section::kBackgroundEviction},
+      {.section = Section::kTop, .name = "promotion", .type = Type::kObject,
+       .description = "Moving items that are hit in a lower tier up to the tier above.", .child = Section::kPromotion},
+      {.section = Section::kTop, .name = "persistence", .type = Type::kObject,
+       .description = "Persistent tiers (see docs/persistence.md).", .child = Section::kPersistence},
       {.section = Section::kTop, .name = "workload", .type = Type::kIgnored,
        .description = "Read by tiercache-bench; the cache accepts it with any content and ignores it."},
 
@@ -373,11 +477,24 @@ const std::vector<Option>& options() {
                    bindPolicyName(BindPolicy::kStrict)},
        .rule = "not for pmem-file; not none for dax-kmem", .check = checkTierBindPolicy},
       {.section = Section::kTier, .name = "path", .type = Type::kString,
-       .description = "Directory or file backing a pmem-file tier.", .field = TC_FIELD(c.tiers[i].path),
-       .rule = "required for pmem-file, not allowed for other kinds", .check = checkTierPath},
+       .description = "pmem-file: the directory the tier's file is created in (unlinked at once, so nothing is "
+                      "left behind); a persistent tier: its pool file. Empty: pmem_dir (not for persistent).",
+       .field = TC_FIELD(c.tiers[i].path),
+       .rule = "required for pmem-file unless pmem_dir is set (always when persistent); not allowed for other "
+               "kinds",
+       .check = checkTierPath},
       {.section = Section::kTier, .name = "nodes", .type = Type::kCountList,
        .description = "NUMA nodes to bind the tier's memory to; empty: no binding (dax-kmem: every NVM node).",
        .field = TC_FIELD(c.tiers[i].nodes), .rule = "not for pmem-file or auto", .check = checkTierNodes},
+      {.section = Section::kTier, .name = "persistent", .type = Type::kBool,
+       .description = "Keep the tier's items across restarts, in a libpmemobj pool file at `path` (created if "
+                      "missing).",
+       .field = TC_FIELD(c.tiers[i].persistent), .rule = "pmem-file only", .check = checkTierPersistent},
+      {.section = Section::kTier, .name = "rebuild_on_mismatch", .type = Type::kBool,
+       .description = "An existing pool made for another layout (slab size, tier size, classes, pools) is emptied "
+                      "and reused instead of refused.",
+       .field = TC_FIELD(c.tiers[i].rebuild_on_mismatch), .rule = "only with persistent",
+       .check = checkTierRebuild},
 
       // ---- pools[]
       {.section = Section::kPool, .name = "name", .type = Type::kString,
@@ -434,6 +551,82 @@ const std::vector<Option>& options() {
       {.section = Section::kRebalance, .name = "strategy", .type = Type::kEnum,
        .description = "free-slots: take a slab from the class with the most free slots in the same pool.",
        .field = TC_FIELD(c.rebalance.strategy), .choices = {"free-slots"}},
+
+      // ---- demotion
+      {.section = Section::kDemotion, .name = "enabled", .type = Type::kBool,
+       .description = "An item evicted from a tier other than the last is moved into the next tier instead of "
+                      "dropped. false: every tier drops its own evictions. No effect with one tier.",
+       .field = TC_FIELD(c.demotion.enabled)},
+
+      // ---- background_eviction
+      {.section = Section::kBackgroundEviction, .name = "enabled", .type = Type::kBool,
+       .description = "Run background evictors, so that allocations find free slots instead of evicting inline.",
+       .field = TC_FIELD(c.background_eviction.enabled)},
+      {.section = Section::kBackgroundEviction, .name = "threads", .type = Type::kCount,
+       .description = "Evictor threads; the classes of all tiers are shared out among them.",
+       .field = TC_FIELD(c.background_eviction.threads), .min = 1, .max = 64},
+      {.section = Section::kBackgroundEviction, .name = "interval_ms", .type = Type::kCount,
+       .description = "Milliseconds between runs of an evictor; an allocation that finds no free slot also wakes it.",
+       .field = TC_FIELD(c.background_eviction.interval_ms), .min = 1, .max = 60000},
+      {.section = Section::kBackgroundEviction, .name = "strategy", .type = Type::kEnum,
+       .description = "How much a run evicts from a class. free-threshold: below low_watermark percent free, "
+                      "enough to reach high_watermark; keep-free: up to keep_free free slots.",
+       .field = TC_FIELD(c.background_eviction.strategy), .choices = {"free-threshold", "keep-free"}},
+      {.section = Section::kBackgroundEviction, .name = "low_watermark", .type = Type::kReal,
+       .description = "free-threshold: a class with less than this percent of its slots free is served.",
+       .field = TC_FIELD(c.background_eviction.low_watermark), .max = 100},
+      {.section = Section::kBackgroundEviction, .name = "high_watermark", .type = Type::kReal,
+       .description = "free-threshold: the percent of free slots a run aims for.",
+       .field = TC_FIELD(c.background_eviction.high_watermark), .max = 100, .rule = ">= low_watermark",
+       .check = checkHighWatermark},
+      {.section = Section::kBackgroundEviction, .name = "min_batch", .type = Type::kCount,
+       .description = "free-threshold: a run that evicts from a class evicts at least this many items (never more "
+                      "than the class holds).",
+       .field = TC_FIELD(c.background_eviction.min_batch), .min = 1, .max = 1000000},
+      {.section = Section::kBackgroundEviction, .name = "max_batch", .type = Type::kCount,
+       .description = "Both strategies: at most this many items per class per run.",
+       .field = TC_FIELD(c.background_eviction.max_batch), .min = 1, .max = 1000000, .rule = ">= min_batch",
+       .check = checkMaxBatch},
+      {.section = Section::kBackgroundEviction, .name = "keep_free", .type = Type::kCount,
+       .description = "keep-free: free slots to keep in every class.",
+       .field = TC_FIELD(c.background_eviction.keep_free), .max = 1000000},
+
+      // ---- promotion
+      {.section = Section::kPromotion, .name = "enabled", .type = Type::kBool,
+       .description = "Move items that are hit in a lower tier up one tier. No effect with one tier.",
+       .field = TC_FIELD(c.promotion.enabled)},
+      {.section = Section::kPromotion, .name = "background", .type = Type::kBool,
+       .description = "true: candidates are queued for a promoter thread; false: find() promotes in place.",
+       .field = TC_FIELD(c.promotion.background)},
+      {.section = Section::kPromotion, .name = "hits", .type = Type::kCount,
+       .description = "Hits an item takes in a lower tier, counted since it landed there, before it is promoted.",
+       .field = TC_FIELD(c.promotion.hits), .min = 1, .max = 7},
+      {.section = Section::kPromotion, .name = "max_per_sec", .type = Type::kCount,
+       .description = "Promotions per second over all threads; 0: no limit.",
+       .field = TC_FIELD(c.promotion.max_per_sec), .max = 10000000},
+      {.section = Section::kPromotion, .name = "interval_ms", .type = Type::kCount,
+       .description = "Milliseconds between runs of the promoter thread; a queued candidate also wakes it.",
+       .field = TC_FIELD(c.promotion.interval_ms), .min = 1, .max = 60000},
+      {.section = Section::kPromotion, .name = "max_batch", .type = Type::kCount,
+       .description = "Promotions per promoter run.",
+       .field = TC_FIELD(c.promotion.max_batch), .min = 1, .max = 1000000},
+      {.section = Section::kPromotion, .name = "queue_size", .type = Type::kCount,
+       .description = "Candidates waiting for the promoter; a candidate that finds the queue full is dropped.",
+       .field = TC_FIELD(c.promotion.queue_size), .min = 1, .max = 1000000},
+      {.section = Section::kPromotion, .name = "upper_free_watermark", .type = Type::kReal,
+       .description = "An item is promoted only while its class in the upper tier has at least this percent of "
+                      "its slots free (or can take a new slab); promotion never evicts.",
+       .field = TC_FIELD(c.promotion.upper_free_watermark), .max = 100},
+
+      // ---- persistence
+      {.section = Section::kPersistence, .name = "durable_sets", .type = Type::kBool,
+       .description = "set() stores new items straight into the first persistent tier and returns once they are "
+                      "durable there. No effect without a persistent tier.",
+       .field = TC_FIELD(c.persistence.durable_sets)},
+      {.section = Section::kPersistence, .name = "demote_on_shutdown", .type = Type::kBool,
+       .description = "On a clean shutdown, items of the tiers above the first persistent tier are demoted into "
+                      "it while it has room (needs demotion.enabled).",
+       .field = TC_FIELD(c.persistence.demote_on_shutdown)},
   };
   return kOptions;
 }
@@ -456,6 +649,7 @@ size_t enumIndex(const Option& o, const Field& f) {
   if (auto* k = std::get_if<TierKind*>(&f)) return static_cast<size_t>(**k);
   if (auto* b = std::get_if<BindPolicy*>(&f)) return static_cast<size_t>(**b);
   if (auto* p = std::get_if<EvictionPolicyKind*>(&f)) return static_cast<size_t>(**p);
+  if (auto* e = std::get_if<EvictorStrategyKind*>(&f)) return static_cast<size_t>(**e);
   const std::string& s = *std::get<std::string*>(f);
   return static_cast<size_t>(std::find(o.choices.begin(), o.choices.end(), s) - o.choices.begin());
 }
@@ -464,6 +658,7 @@ void setEnum(const Option& o, const Field& f, size_t idx) {
   if (auto* k = std::get_if<TierKind*>(&f)) **k = static_cast<TierKind>(idx);
   else if (auto* b = std::get_if<BindPolicy*>(&f)) **b = static_cast<BindPolicy>(idx);
   else if (auto* p = std::get_if<EvictionPolicyKind*>(&f)) **p = static_cast<EvictionPolicyKind>(idx);
+  else if (auto* e = std::get_if<EvictorStrategyKind*>(&f)) **e = static_cast<EvictorStrategyKind>(idx);
   else *std::get<std::string*>(f) = std::string(o.choices[idx]);
 }
 

@@ -145,6 +145,14 @@ struct CacheConfig {
 
   uint64_t slab_size = 4ull << 20;  // power of two, 64 KiB .. 1 GiB
   std::vector<TierConfig> tiers;    // tier 0 first; at least one
+  // For the tier planner (tiers/tier_plan.h): the bytes that the tiers
+  // sized by ratio share, after the sized tiers have taken theirs. 0: every
+  // tier has its own size (then a ratio tier is an error).
+  uint64_t total_size = 0;
+  // For the tier planner: the directory where emulated PMEM is made, for
+  // auto tiers that reach that level and for pmem-file tiers without a
+  // path. "": none (such tiers are then an error).
+  std::string pmem_dir;
   std::vector<PoolConfig> pools;    // empty: one pool "default" with share 1
   AllocationConfig allocation;
   IndexConfig index;

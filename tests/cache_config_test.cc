@@ -6,12 +6,15 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tiercache {
@@ -28,13 +31,23 @@ constexpr const char* kFull = R"({
   "slab_size": "2MiB",
   "tiers": [
     {"name": "dram", "kind": "dram", "size": "256MiB", "nodes": [0, 2], "bind_policy": "strict"},
-    {"name": "pmem", "kind": "pmem-file", "size": "1GiB", "path": "/dev/shm"}
+    {"name": "pmem", "kind": "pmem-file", "size": "1GiB", "path": "/dev/shm/tiercache.pool",
+     "persistent": true, "rebuild_on_mismatch": true}
   ],
+  "total_size": "4GiB",
+  "pmem_dir": "/mnt/pmem0",
   "pools": [{"name": "default", "share": 0.8}, {"name": "small", "share": 0.2}],
   "allocation": {"min_size": 96, "max_size": "1MiB", "growth_factor": 1.5, "sizes": []},
   "index": {"bucket_power": 22, "lock_power": 12},
   "eviction": {"policy": "clock", "lru_insertion_point": 1, "lru_refresh_ms": 250},
   "rebalance": {"enabled": false, "strategy": "free-slots"},
+  "demotion": {"enabled": false},
+  "background_eviction": {"enabled": true, "threads": 3, "interval_ms": 25, "strategy": "keep-free",
+                          "low_watermark": 1.5, "high_watermark": 7.25, "min_batch": 4, "max_batch": 300,
+                          "keep_free": 17},
+  "promotion": {"enabled": true, "background": false, "hits": 5, "max_per_sec": 2000, "interval_ms": 40,
+                "max_batch": 33, "queue_size": 999, "upper_free_watermark": 12.5},
+  "persistence": {"durable_sets": true, "demote_on_shutdown": false},
   "workload": {"ops": 1000000, "anything": [1, "x", null]}
 })";
 
@@ -94,12 +107,39 @@ void expectSame(const CacheConfig& a, const CacheConfig& b) {
     EXPECT_EQ(a.tiers[i].nodes, b.tiers[i].nodes);
     EXPECT_EQ(a.tiers[i].ratio, b.tiers[i].ratio);
     EXPECT_EQ(a.tiers[i].bind_policy, b.tiers[i].bind_policy);
+    EXPECT_EQ(a.tiers[i].persistent, b.tiers[i].persistent);
+    EXPECT_EQ(a.tiers[i].rebuild_on_mismatch, b.tiers[i].rebuild_on_mismatch);
   }
+  EXPECT_EQ(a.total_size, b.total_size);
+  EXPECT_EQ(a.pmem_dir, b.pmem_dir);
   EXPECT_TRUE(a.pools == b.pools);
   EXPECT_TRUE(a.allocation == b.allocation);
   EXPECT_TRUE(a.index == b.index);
   EXPECT_TRUE(a.eviction == b.eviction);
   EXPECT_TRUE(a.rebalance == b.rebalance);
+  EXPECT_EQ(a.demotion.enabled, b.demotion.enabled);
+  const BackgroundEvictionConfig& ea = a.background_eviction;
+  const BackgroundEvictionConfig& eb = b.background_eviction;
+  EXPECT_EQ(ea.enabled, eb.enabled);
+  EXPECT_EQ(ea.threads, eb.threads);
+  EXPECT_EQ(ea.interval_ms, eb.interval_ms);
+  EXPECT_EQ(ea.strategy, eb.strategy);
+  EXPECT_EQ(ea.low_watermark, eb.low_watermark);
+  EXPECT_EQ(ea.high_watermark, eb.high_watermark);
+  EXPECT_EQ(ea.min_batch, eb.min_batch);
+  EXPECT_EQ(ea.max_batch, eb.max_batch);
+  EXPECT_EQ(ea.keep_free, eb.keep_free);
+  const PromotionConfig& pa = a.promotion;
+  const PromotionConfig& pb = b.promotion;
+  EXPECT_EQ(pa.enabled, pb.enabled);
+  EXPECT_EQ(pa.background, pb.background);
+  EXPECT_EQ(pa.hits, pb.hits);
+  EXPECT_EQ(pa.max_per_sec, pb.max_per_sec);
+  EXPECT_EQ(pa.interval_ms, pb.interval_ms);
+  EXPECT_EQ(pa.max_batch, pb.max_batch);
+  EXPECT_EQ(pa.queue_size, pb.queue_size);
+  EXPECT_EQ(pa.upper_free_watermark, pb.upper_free_watermark);
+  EXPECT_TRUE(a.persistence == b.persistence);
 }
 
 std::string readFile(const std::string& path) {
@@ -130,9 +170,14 @@ TEST(ConfigParse, FullConfigReadsEveryField) {
   EXPECT_EQ(c.tiers[1].name, "pmem");
   EXPECT_EQ(c.tiers[1].kind, TierKind::kPmemFile);
   EXPECT_EQ(c.tiers[1].size, kGiB);
-  EXPECT_EQ(c.tiers[1].path, "/dev/shm");
+  EXPECT_EQ(c.tiers[1].path, "/dev/shm/tiercache.pool");
   EXPECT_TRUE(c.tiers[1].nodes.empty());
   EXPECT_EQ(c.tiers[1].bind_policy, BindPolicy::kAdvisory);
+  EXPECT_TRUE(c.tiers[1].persistent);
+  EXPECT_TRUE(c.tiers[1].rebuild_on_mismatch);
+  EXPECT_FALSE(c.tiers[0].persistent);
+  EXPECT_EQ(c.total_size, 4 * kGiB);
+  EXPECT_EQ(c.pmem_dir, "/mnt/pmem0");
   ASSERT_EQ(c.pools.size(), 2u);
   EXPECT_EQ(c.pools[0].name, "default");
   EXPECT_DOUBLE_EQ(c.pools[0].share, 0.8);
@@ -149,6 +194,64 @@ TEST(ConfigParse, FullConfigReadsEveryField) {
   EXPECT_EQ(c.eviction.lru_refresh_ms, 250u);
   EXPECT_FALSE(c.rebalance.enabled);
   EXPECT_EQ(c.rebalance.strategy, "free-slots");
+  EXPECT_FALSE(c.demotion.enabled);
+  const BackgroundEvictionConfig& be = c.background_eviction;
+  EXPECT_TRUE(be.enabled);
+  EXPECT_EQ(be.threads, 3u);
+  EXPECT_EQ(be.interval_ms, 25u);
+  EXPECT_EQ(be.strategy, EvictorStrategyKind::kKeepFree);
+  EXPECT_EQ(be.low_watermark, 1.5);
+  EXPECT_EQ(be.high_watermark, 7.25);
+  EXPECT_EQ(be.min_batch, 4u);
+  EXPECT_EQ(be.max_batch, 300u);
+  EXPECT_EQ(be.keep_free, 17u);
+  const PromotionConfig& p = c.promotion;
+  EXPECT_TRUE(p.enabled);
+  EXPECT_FALSE(p.background);
+  EXPECT_EQ(p.hits, 5u);
+  EXPECT_EQ(p.max_per_sec, 2000u);
+  EXPECT_EQ(p.interval_ms, 40u);
+  EXPECT_EQ(p.max_batch, 33u);
+  EXPECT_EQ(p.queue_size, 999u);
+  EXPECT_EQ(p.upper_free_watermark, 12.5);
+  EXPECT_TRUE(c.persistence.durable_sets);
+  EXPECT_FALSE(c.persistence.demote_on_shutdown);
+}
+
+// Every value in kFull differs from its default, or the test above could not
+// tell a parsed value from a forgotten key. (sizes is the exception: empty.)
+TEST(ConfigParse, FullConfigDiffersFromTheDefaults) {
+  const CacheConfig c = CacheConfig::fromJsonString(kFull);
+  const CacheConfig d;
+  EXPECT_NE(c.slab_size, d.slab_size);
+  EXPECT_NE(c.total_size, d.total_size);
+  EXPECT_NE(c.pmem_dir, d.pmem_dir);
+  EXPECT_NE(c.demotion.enabled, d.demotion.enabled);
+  const BackgroundEvictionConfig& be = c.background_eviction;
+  const BackgroundEvictionConfig& bd = d.background_eviction;
+  EXPECT_NE(be.enabled, bd.enabled);
+  EXPECT_NE(be.threads, bd.threads);
+  EXPECT_NE(be.interval_ms, bd.interval_ms);
+  EXPECT_NE(be.strategy, bd.strategy);
+  EXPECT_NE(be.low_watermark, bd.low_watermark);
+  EXPECT_NE(be.high_watermark, bd.high_watermark);
+  EXPECT_NE(be.min_batch, bd.min_batch);
+  EXPECT_NE(be.max_batch, bd.max_batch);
+  EXPECT_NE(be.keep_free, bd.keep_free);
+  const PromotionConfig& p = c.promotion;
+  const PromotionConfig& pd = d.promotion;
+  EXPECT_NE(p.enabled, pd.enabled);
+  EXPECT_NE(p.background, pd.background);
+  EXPECT_NE(p.hits, pd.hits);
+  EXPECT_NE(p.max_per_sec, pd.max_per_sec);
+  EXPECT_NE(p.interval_ms, pd.interval_ms);
+  EXPECT_NE(p.max_batch, pd.max_batch);
+  EXPECT_NE(p.queue_size, pd.queue_size);
+  EXPECT_NE(p.upper_free_watermark, pd.upper_free_watermark);
+  EXPECT_NE(c.persistence.durable_sets, d.persistence.durable_sets);
+  EXPECT_NE(c.persistence.demote_on_shutdown, d.persistence.demote_on_shutdown);
+  EXPECT_NE(c.tiers[1].persistent, TierConfig{}.persistent);
+  EXPECT_NE(c.tiers[1].rebuild_on_mismatch, TierConfig{}.rebuild_on_mismatch);
 }
 
 TEST(ConfigParse, RoundTripIsExact) {
@@ -159,6 +262,24 @@ TEST(ConfigParse, RoundTripIsExact) {
   EXPECT_EQ(b.toJson(), json);
   // The bench's section is not part of the cache config.
   EXPECT_FALSE(contains(json, "workload"));
+  // Enums and sizes are written the way a person would write them.
+  const Json j = Json::parse(json);
+  EXPECT_EQ(j["background_eviction"]["strategy"], "keep-free");
+  EXPECT_EQ(j["total_size"], "4GiB");
+  EXPECT_EQ(j["promotion"]["upper_free_watermark"], 12.5);
+}
+
+TEST(ConfigParse, RoundTripOfEachEvictorStrategy) {
+  for (const auto& [name, kind] : {std::pair{"free-threshold", EvictorStrategyKind::kFreeThreshold},
+                                   std::pair{"keep-free", EvictorStrategyKind::kKeepFree}}) {
+    SCOPED_TRACE(name);
+    const CacheConfig a =
+        CacheConfig::fromJsonString(edited([&](Json& j) { j["background_eviction"]["strategy"] = name; }));
+    EXPECT_EQ(a.background_eviction.strategy, kind);
+    const CacheConfig b = CacheConfig::fromJsonString(a.toJson());
+    expectSame(a, b);
+    EXPECT_EQ(Json::parse(b.toJson())["background_eviction"]["strategy"], name);
+  }
 }
 
 TEST(ConfigParse, RoundTripKeepsOddValues) {
@@ -166,6 +287,8 @@ TEST(ConfigParse, RoundTripKeepsOddValues) {
     j["tiers"][0]["size"] = 300000000;  // not a whole KiB: written as a number
     j["tiers"][1]["kind"] = "dax-kmem";
     j["tiers"][1].erase("path");
+    j["tiers"][1].erase("persistent");
+    j["tiers"][1].erase("rebuild_on_mismatch");
     j["tiers"][1]["nodes"] = {3};
     j["tiers"].push_back(Json::parse(R"({"name":"rest","kind":"auto","ratio":0.75,"bind_policy":"none"})"));
     j["pools"] = Json::parse(R"([{"name":"a","share":0.33},{"name":"b","share":0.56},{"name":"c","share":0.11}])");
@@ -193,6 +316,13 @@ TEST(ConfigParse, MinimalConfigGetsStructDefaults) {
   EXPECT_TRUE(c.index == d.index);
   EXPECT_TRUE(c.eviction == d.eviction);
   EXPECT_TRUE(c.rebalance == d.rebalance);
+  EXPECT_TRUE(c.demotion == d.demotion);
+  EXPECT_TRUE(c.background_eviction == d.background_eviction);
+  EXPECT_TRUE(c.promotion == d.promotion);
+  EXPECT_TRUE(c.persistence == d.persistence);
+  EXPECT_EQ(c.total_size, 0u);
+  EXPECT_EQ(c.pmem_dir, "");
+  EXPECT_FALSE(c.tiers[0].persistent);
 }
 
 TEST(ConfigParse, AbsentOrEmptyPoolsBecomeOneDefaultPool) {
@@ -283,6 +413,13 @@ TEST(ConfigType, WrongTypesNameThePathAndTheExpectation) {
       {[](Json& j) { j["index"]["bucket_power"] = 20.5; }, "index.bucket_power", "expected an integer"},
       {[](Json& j) { j["eviction"]["policy"] = 1; }, "eviction.policy", "expected one of: lru, clock"},
       {[](Json& j) { j["allocation"]["sizes"] = {64, true}; }, "allocation.sizes[1]", "expected a size"},
+      {[](Json& j) { j["total_size"] = Json::array(); }, "total_size", "expected a size"},
+      {[](Json& j) { j["pmem_dir"] = 5; }, "pmem_dir", "expected a string, got number 5"},
+      {[](Json& j) { j["promotion"] = Json::array(); }, "promotion", "expected an object"},
+      {[](Json& j) { j["promotion"]["upper_free_watermark"] = "1%"; }, "promotion.upper_free_watermark",
+       "expected a number"},
+      {[](Json& j) { j["background_eviction"]["low_watermark"] = nullptr; }, "background_eviction.low_watermark",
+       "expected a number, got null"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path);
@@ -430,9 +567,200 @@ TEST(ConfigValidate, TierNeedsASizeThatHoldsASlabOrARatio) {
 }
 
 TEST(ConfigValidate, OnlyPmemFileTiersTakeAPath) {
-  EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][1].erase("path"); }), "tiers[1].path", "needs a path"));
+  // tiers[1] made volatile: its path is a directory.
+  auto volatilePmem = [](Json& j) {
+    j["tiers"][1].erase("persistent");
+    j["tiers"][1].erase("rebuild_on_mismatch");
+    j["tiers"][1]["path"] = "/dev/shm";
+  };
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          volatilePmem(j);
+                          j["tiers"][1].erase("path");
+                          j.erase("pmem_dir");
+                        }),
+                        "tiers[1].path", "needs a path, the directory its file is created in"));
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          volatilePmem(j);
+                          j["tiers"][1]["path"] = "";
+                          j["pmem_dir"] = "";
+                        }),
+                        "tiers[1].path", "or a top-level pmem_dir"));
   EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][0]["path"] = "/mnt/x"; }), "tiers[0].path",
-                        "only a pmem-file tier takes a path"));
+                        "only a pmem-file tier takes a path; this tier's kind is 'dram'"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) {
+                          j["tiers"][0]["kind"] = "auto";
+                          j["tiers"][0].erase("nodes");
+                          j["tiers"][0]["path"] = "/mnt/x";
+                        }),
+                        "tiers[0].path", "only a pmem-file tier takes a path"));
+}
+
+// As planTiers() does, a pmem-file tier without a path is put in pmem_dir;
+// a persistent tier's path is its pool file, which a directory cannot replace.
+TEST(ConfigValidate, PmemDirStandsInForAVolatilePmemFilePath) {
+  const CacheConfig c = CacheConfig::fromJsonString(edited([](Json& j) {
+    j["tiers"][1].erase("persistent");
+    j["tiers"][1].erase("rebuild_on_mismatch");
+    j["tiers"][1].erase("path");
+  }));
+  EXPECT_EQ(c.tiers[1].path, "");
+  EXPECT_EQ(c.pmem_dir, "/mnt/pmem0");
+  expectSame(c, CacheConfig::fromJsonString(c.toJson()));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][1].erase("path"); }), "tiers[1].path",
+                        "a persistent pmem-file tier needs a path: its pool file (pmem_dir does not apply)"));
+}
+
+TEST(ConfigValidate, PersistenceOnlyWhereItApplies) {
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][0]["persistent"] = true; }), "tiers[0].persistent",
+                        "only a pmem-file tier can be persistent; this tier's kind is 'dram'"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) {
+                          j["tiers"][1]["kind"] = "auto";
+                          j["tiers"][1].erase("path");
+                        }),
+                        "tiers[1].persistent", "this tier's kind is 'auto'"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][1]["persistent"] = false; }), "tiers[1].rebuild_on_mismatch",
+                        "applies only to a persistent tier"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["tiers"][1]["persistent"] = "yes"; }), "tiers[1].persistent",
+                        "expected true or false"));
+  // Durable sets without a persistent tier fall back to ordinary sets: allowed.
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["tiers"][1]["persistent"] = false;
+    j["tiers"][1]["rebuild_on_mismatch"] = false;
+  })));
+}
+
+// total_size is checked the way planTiers() would refuse it, naming "total_size".
+TEST(ConfigValidate, TotalSizeForRatioTiers) {
+  auto ratioTier = [](Json& j) { j["tiers"].push_back(Json::parse(R"({"name":"rest","kind":"auto","ratio":2})")); };
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          ratioTier(j);
+                          j.erase("total_size");
+                        }),
+                        "total_size", "tiers[2] has a ratio, so the tier planner needs a total"));
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          ratioTier(j);
+                          j["total_size"] = 0;
+                        }),
+                        "total_size", "needs a total"));
+  // The sized tiers take 256MiB + 1GiB.
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["total_size"] = "1GiB"; }), "total_size",
+                        "1GiB is less than the sized tiers take (1280MiB)"));
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          ratioTier(j);
+                          j["total_size"] = "1280MiB";
+                        }),
+                        "total_size", "nothing of 1280MiB is left for the ratio tiers (tiers[2] ...)"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["total_size"] = "1MiB"; }), "total_size",
+                        "1MiB is smaller than one slab (slab_size 2MiB)"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["total_size"] = "1 GB"; }), "total_size", "ambiguous"));
+  // A tier's own mistake is reported before the total.
+  EXPECT_TRUE(failsWith(edited([&](Json& j) {
+                          ratioTier(j);
+                          j.erase("total_size");
+                          j["tiers"][2]["ratio"] = -1;
+                        }),
+                        "tiers[2].ratio", "out of range"));
+  // An auto tier with a size needs no total, as in planTiers().
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["tiers"].push_back(Json::parse(R"({"name":"more","kind":"auto","size":"64MiB"})"));
+    j.erase("total_size");
+  })));
+  const CacheConfig ok = CacheConfig::fromJsonString(edited([&](Json& j) {
+    ratioTier(j);
+    j["total_size"] = "1282MiB";  // one slab left for the ratio tier
+  }));
+  EXPECT_EQ(ok.total_size, 1282 * kMiB);
+}
+
+TEST(ConfigValidate, BackgroundEvictionBounds) {
+  struct Case {
+    const char* key;
+    Json value;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"threads", 0, "0 is out of range [1, 64]"},
+      {"threads", 65, "65 is out of range [1, 64]"},
+      {"interval_ms", 0, "out of range [1, 60000]"},
+      {"interval_ms", 60001, "out of range [1, 60000]"},
+      {"low_watermark", -0.5, "-0.5 is out of range [0, 100]"},
+      {"low_watermark", 100.5, "out of range [0, 100]"},
+      {"high_watermark", 101, "out of range [0, 100]"},
+      {"high_watermark", 1, "1 is below background_eviction.low_watermark (1.5)"},
+      {"min_batch", 0, "out of range [1, 1000000]"},
+      {"max_batch", 3, "3 is below background_eviction.min_batch (4)"},
+      {"max_batch", 1000001, "out of range [1, 1000000]"},
+      {"keep_free", 1000001, "out of range [0, 1000000]"},
+      {"strategy", "keepfree", "expected one of: free-threshold, keep-free (did you mean 'keep-free'?)"},
+      {"strategy", 1, "expected one of: free-threshold, keep-free"},
+      {"threads", "2", "expected an integer"},
+      {"enabled", 1, "expected true or false"},
+      {"max_batchs", 1, "unknown key (did you mean 'max_batch'?)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = std::string("background_eviction.") + c.key;
+    SCOPED_TRACE(path + " = " + c.value.dump());
+    EXPECT_TRUE(failsWith(edited([&](Json& j) { j["background_eviction"][c.key] = c.value; }), path, c.reason));
+  }
+  // A min_batch above max_batch is reported at max_batch, the pair's second key.
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["background_eviction"]["min_batch"] = 301; }),
+                        "background_eviction.max_batch", "300 is below background_eviction.min_batch (301)"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["background_eviction"] = true; }), "background_eviction",
+                        "expected an object"));
+  // The edges are allowed.
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["background_eviction"] = Json::parse(R"({"threads": 64, "interval_ms": 60000, "low_watermark": 100,
+        "high_watermark": 100, "min_batch": 1000000, "max_batch": 1000000, "keep_free": 1000000})");
+  })));
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["background_eviction"] = Json::parse(R"({"threads": 1, "interval_ms": 1, "low_watermark": 0,
+        "high_watermark": 0, "min_batch": 1, "max_batch": 1, "keep_free": 0})");
+  })));
+}
+
+TEST(ConfigValidate, PromotionBounds) {
+  struct Case {
+    const char* key;
+    Json value;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"hits", 0, "0 is out of range [1, 7]"},
+      {"hits", 8, "8 is out of range [1, 7]"},
+      {"max_per_sec", 10000001, "out of range [0, 10000000]"},
+      {"interval_ms", 0, "out of range [1, 60000]"},
+      {"interval_ms", 60001, "out of range [1, 60000]"},
+      {"max_batch", 0, "out of range [1, 1000000]"},
+      {"queue_size", 0, "out of range [1, 1000000]"},
+      {"queue_size", 1000001, "out of range [1, 1000000]"},
+      {"upper_free_watermark", -1, "out of range [0, 100]"},
+      {"upper_free_watermark", 100.01, "out of range [0, 100]"},
+      {"hits", -1, "negative"},
+      {"background", "no", "expected true or false"},
+      {"hit", 2, "unknown key (did you mean 'hits'?)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = std::string("promotion.") + c.key;
+    SCOPED_TRACE(path + " = " + c.value.dump());
+    EXPECT_TRUE(failsWith(edited([&](Json& j) { j["promotion"][c.key] = c.value; }), path, c.reason));
+  }
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["demotion"]["enabled"] = "off"; }), "demotion.enabled",
+                        "expected true or false"));
+  EXPECT_TRUE(failsWith(edited([](Json& j) { j["persistence"]["durable"] = true; }), "persistence.durable",
+                        "(did you mean 'durable_sets'?)"));
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["promotion"] = Json::parse(R"({"hits": 7, "max_per_sec": 10000000, "interval_ms": 60000, "max_batch": 1000000,
+        "queue_size": 1000000, "upper_free_watermark": 100})");
+  })));
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) {
+    j["promotion"] = Json::parse(R"({"hits": 1, "max_per_sec": 0, "interval_ms": 1, "max_batch": 1,
+        "queue_size": 1, "upper_free_watermark": 0})");
+  })));
+  // Promotion in a one-tier cache has nothing to do, but is not an error.
+  CacheConfig one = CacheConfig::dram(64 * kMiB);
+  one.promotion.enabled = true;
+  one.demotion.enabled = true;
+  EXPECT_NO_THROW(one.validate());
 }
 
 TEST(ConfigValidate, NodesAndBindPolicyOnlyWhereTheyApply) {
@@ -589,6 +917,23 @@ TEST(ConfigValidate, HandBuiltConfigsAreCheckedToo) {
   c.rebalance.strategy = "free-slots";
   c.allocation.growth_factor = std::nan("");
   EXPECT_EQ(whatOf([&] { c.validate(); }), "allocation.growth_factor: not a finite number");
+  c.allocation.growth_factor = 1.25;
+  c.background_eviction.strategy = static_cast<EvictorStrategyKind>(2);
+  EXPECT_EQ(whatOf([&] { c.validate(); }), "background_eviction.strategy: unknown value");
+  c.background_eviction.strategy = EvictorStrategyKind::kKeepFree;
+  c.background_eviction.high_watermark = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(whatOf([&] { c.validate(); }), "background_eviction.high_watermark: not a finite number");
+  c.background_eviction.high_watermark = 5;
+  c.promotion.upper_free_watermark = std::nan("");
+  EXPECT_EQ(whatOf([&] { c.validate(); }), "promotion.upper_free_watermark: not a finite number");
+  c.promotion.upper_free_watermark = 0.5;
+  c.tiers[0].ratio = 1;
+  c.tiers[0].size = 0;
+  EXPECT_EQ(whatOf([&] { c.validate(); }),
+            "total_size: tiers[0] has a ratio, so the tier planner needs a total to share out (0 means every tier "
+            "has its own size)");
+  c.total_size = 64 * kMiB;
+  EXPECT_NO_THROW(c.validate());
 }
 
 // ---------------------------------------------------------------------------
