@@ -2,6 +2,7 @@
 
 #include "dax_kmem_tier.h"
 #include "dram_tier.h"
+#include "persistent_pmem_tier.h"
 #include "pmem_file_tier.h"
 
 namespace tiercache {
@@ -36,6 +37,11 @@ std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, c
       if (!cfg.nodes.empty()) {
         // A file's pages are placed by the file system, not by a binding.
         throw TierError(cfg.name, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
+      }
+      if (cfg.persistent) {
+        PersistentOpenOptions options = persistence;
+        options.rebuildOnMismatch = options.rebuildOnMismatch || cfg.rebuild_on_mismatch;
+        return std::make_unique<PersistentPmemTier>(cfg, slabSize, options);
       }
       return std::make_unique<PmemFileTier>(cfg.name, cfg.path, size);
     case TierKind::kDaxKmem:
