@@ -8,6 +8,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../numa/topology.h"
+#include "../tiers/tier_plan.h"
 #include "access_index.h"
 #include "cache_internal.h"
 #include "item.h"
@@ -30,7 +32,21 @@ std::vector<PoolSpec> poolSpecs(const CacheConfig& cfg) {
 }  // namespace
 
 Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hooks_(hooks) {
+  config_.normalize();
   config_.validate();
+  // Auto tiers, ratio-sized tiers and pathless pmem-file tiers are made
+  // concrete by the planner from this machine's topology.
+  const bool needsPlan = std::any_of(config_.tiers.begin(), config_.tiers.end(), [](const TierConfig& t) {
+    return t.kind == TierKind::kAuto || t.size == 0 || (t.kind == TierKind::kPmemFile && t.path.empty());
+  });
+  if (needsPlan) {
+    TierPlanRequest request;
+    request.tiers = config_.tiers;
+    request.total_size = config_.total_size;
+    request.slab_size = config_.slab_size;
+    request.pmem_dir = config_.pmem_dir;
+    config_.tiers = planTiers(request, Topology::system()).configs();
+  }
   if (!hooks_.hash) hooks_.hash = &defaultHash;
   const uint64_t slabSize = config_.slab_size;
 

@@ -284,3 +284,49 @@ TEST(TieredCache, ConcurrentAppThreadsWithEvictorAndPromoter) {
 
 }  // namespace
 }  // namespace tiercache
+
+namespace tiercache {
+namespace {
+
+TEST(TieredCachePlan, RatioTiersSplitTheTotalSize) {
+  CacheConfig cfg = test::smallDramConfig(0, "lru", 1 << 20);
+  cfg.tiers[0].size = 0;
+  cfg.tiers[0].ratio = 1;
+  TierConfig pmem;
+  pmem.name = "pmem";
+  pmem.kind = TierKind::kPmemFile;
+  pmem.path = "/dev/shm";
+  pmem.ratio = 3;
+  cfg.tiers.push_back(pmem);
+  cfg.total_size = 64 << 20;
+  Cache cache(cfg);
+  const CacheStats s = cache.stats();
+  ASSERT_EQ(s.tiers.size(), 2u);
+  EXPECT_EQ(s.tiers[0].mapped_bytes, 16u << 20);
+  EXPECT_EQ(s.tiers[1].mapped_bytes, 48u << 20);
+  EXPECT_EQ(s.tiers[1].kind, "pmem-file");
+}
+
+TEST(TieredCachePlan, AutoTiersOnThisMachineAreDramThenEmulatedPmem) {
+  CacheConfig cfg = test::smallDramConfig(0, "lru", 1 << 20);
+  cfg.tiers[0] = TierConfig{};
+  cfg.tiers[0].name = "fast";
+  cfg.tiers[0].kind = TierKind::kAuto;
+  cfg.tiers[0].ratio = 1;
+  TierConfig slow = cfg.tiers[0];
+  slow.name = "slow";
+  cfg.tiers.push_back(slow);
+  cfg.total_size = 32 << 20;
+  cfg.pmem_dir = "/dev/shm";
+  Cache cache(cfg);
+  const CacheStats s = cache.stats();
+  ASSERT_EQ(s.tiers.size(), 2u);
+  EXPECT_EQ(s.tiers[0].kind, "dram");
+  // This host has no NVM node: the second level is the emulated-PMEM directory.
+  EXPECT_EQ(s.tiers[1].kind, "pmem-file");
+  ASSERT_TRUE(cache.set("k", "v"));
+  EXPECT_EQ(cache.get("k"), "v");
+}
+
+}  // namespace
+}  // namespace tiercache
