@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets with clang++ in their own build directory and
+# run each for a bounded time.
+#   fuzz/run.sh [SECONDS]          (default 60, or TIERCACHE_FUZZ_SECONDS)
+# Build dir: build-fuzz (TIERCACHE_FUZZ_BUILD_DIR). The corpus is kept in
+# BUILD/corpus/NAME between runs; crashing inputs go to BUILD/artifacts/.
+# Exits non-zero if the build fails or a target finds a crash, a leak, a
+# timeout or an out-of-memory; the last lines of its log are printed then.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+seconds="${1:-${TIERCACHE_FUZZ_SECONDS:-60}}"
+dir="${TIERCACHE_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+[[ "$dir" = /* ]] || dir="$root/$dir"
+targets=(tiercache_pool_fuzzer)
+
+cxx="${FUZZ_CXX:-clang++}"
+if ! command -v "$cxx" >/dev/null; then
+  echo "fuzz/run.sh: $cxx not found (apt-get install clang libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+mkdir -p "$dir"
+cmake -S "$root" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTIERCACHE_BUILD_FUZZ=ON -DTIERCACHE_BUILD_TESTS=OFF -DTIERCACHE_BUILD_BENCH=OFF -DTIERCACHE_BUILD_TOOLS=OFF \
+  >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
+cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+failed=0
+for t in "${targets[@]}"; do
+  corpus="$dir/corpus/$t"
+  artifacts="$dir/artifacts/$t/"
+  mkdir -p "$corpus" "$artifacts"
+  if [[ -z "$(ls -A "$corpus")" ]]; then
+    # Seeds: the untouched pool, and each flag alone (see the target's header).
+    for f in 00 01 02 03 04 08 09 10 11; do printf "\\x$f" >"$corpus/seed-$f"; done
+  fi
+  log="$dir/$t.log"
+  echo "=== fuzz: $t for ${seconds}s (log: $log)"
+  rc=0
+  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=512 \
+    -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
+  grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
+  if ((rc != 0)); then
+    echo "=== fuzz: $t FAILED (exit $rc); last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    failed=1
+  else
+    echo "=== fuzz: $t passed"
+  fi
+done
+exit "$failed"
