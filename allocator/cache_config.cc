@@ -457,7 +457,7 @@ const std::vector<Option>& options() {
       {.section = Section::kTier, .name = "kind", .type = Type::kEnum,
        .description = "dram: anonymous memory; pmem-file: a file on a DAX or ordinary file system "
                       "(or tmpfs to emulate PMEM); dax-kmem: PMEM exposed as a NUMA node; auto: the tier "
-                      "planner picks (a Cache refuses an unplanned auto tier).",
+                      "planner picks, from the machine's topology (see Planned tiers).",
        .field = TC_FIELD(c.tiers[i].kind),
        .choices = {tierKindName(TierKind::kDram), tierKindName(TierKind::kPmemFile),
                    tierKindName(TierKind::kDaxKmem), tierKindName(TierKind::kAuto)}},
