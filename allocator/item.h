@@ -145,7 +145,8 @@ class Item {
     return (next & kExclusive) && !(s & kExclusive);
   }
 
-  // Counts a hit in a lower tier; returns the new count (saturates at 7).
+  // Counts a hit in a lower tier; returns the new count, or 0 once it is
+  // saturated at 7, so that each count is reported to one caller only.
   uint32_t addLowerTierHit() {
     uint32_t s = state.load(std::memory_order_relaxed);
     while ((s & kHitMask) != kHitMask) {
@@ -153,7 +154,7 @@ class Item {
         return ((s & kHitMask) >> kHitShift) + 1;
       }
     }
-    return 7;
+    return 0;
   }
   void clearLowerTierHits() { state.fetch_and(~kHitMask, std::memory_order_relaxed); }
 };

@@ -132,8 +132,13 @@ TEST_P(BackgroundEvictionTest, KeepsTierZeroReadyAndDemotesInBatches) {
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(cache.set(key(i), makeValue(key(i), 0, 500)));
-    // A server does other work between sets; give the evictor a moment.
-    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // A server does other work between bursts of sets. Wait for an evictor
+    // pass after each burst, rather than sleep: on a loaded 2-core host a
+    // sleep says nothing about whether the evictor thread got to run.
+    if (i % 50 == 49) {
+      const uint64_t runs = cache.stats().background_evictor.runs;
+      ASSERT_TRUE(waitFor([&] { return cache.stats().background_evictor.runs >= runs + 2; }));
+    }
   }
   const CacheStats s = cache.stats();
   EXPECT_GT(s.tiers[0].background_evictions, 0u);
