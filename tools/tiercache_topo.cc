@@ -108,11 +108,9 @@ TierPlanRequest makeRequest(const Options& o, const Topology& topo) {
     const CacheConfig cfg = CacheConfig::fromJsonFile(o.config);
     req.tiers = cfg.tiers;
     req.slab_size = o.slab.value_or(cfg.slab_size);
-    // A config of sized tiers plans as written; only ratio tiers need a total.
-    if (!o.total) req.total_size = 0;
-    for (const TierConfig& t : cfg.tiers) {
-      if (t.size == 0 && !o.total) req.total_size = 1ull << 30;
-    }
+    // The config's own total and directory, unless overridden on the command line.
+    req.total_size = o.total.value_or(cfg.total_size);
+    if (o.pmemDir.empty()) req.pmem_dir = cfg.pmem_dir;
     return req;
   }
   req.slab_size = o.slab.value_or(4ull << 20);
