@@ -1,7 +1,12 @@
 #include "access_index.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <mutex>
+#include <new>
+
+#include "../tiers/huge_mapping.h"
 #include <unordered_set>
 
 namespace tiercache {
@@ -18,10 +23,13 @@ AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTab
       persistence_(persistence),
       mask_((uint64_t{1} << bucketPower) - 1),
       stripeMask_((uint64_t{1} << std::min(lockPower, bucketPower)) - 1),
-      buckets_(new uint32_t[mask_ + 1]),
+      buckets_(static_cast<uint32_t*>(mapHugeAnonymous((mask_ + 1) * sizeof(uint32_t)))),
       stripes_(new Stripe[stripeMask_ + 1]) {
-  std::fill_n(buckets_.get(), mask_ + 1, CompressedRef::kNull);
+  if (!buckets_) throw std::bad_alloc();
+  std::fill_n(buckets_, mask_ + 1, CompressedRef::kNull);
 }
+
+AccessIndex::~AccessIndex() { munmap(buckets_, (mask_ + 1) * sizeof(uint32_t)); }
 
 uint64_t AccessIndex::metadataBytes() const {
   return (mask_ + 1) * sizeof(uint32_t) + (stripeMask_ + 1) * sizeof(Stripe);

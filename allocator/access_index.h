@@ -44,6 +44,9 @@ class AccessIndex {
 
   AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
               ItemPersistence* persistence = nullptr);
+  ~AccessIndex();
+  AccessIndex(const AccessIndex&) = delete;
+  AccessIndex& operator=(const AccessIndex&) = delete;
 
   // Start-up of a persistent tier: links an item found committed. Returns
   // false (and links nothing) if its key is already linked.
@@ -89,7 +92,8 @@ class AccessIndex {
   ItemPersistence* const persistence_;
   const uint64_t mask_;
   const uint64_t stripeMask_;
-  std::unique_ptr<uint32_t[]> buckets_;
+  uint32_t* buckets_;  // huge-page mapping of bucketCount() refs
+
   std::unique_ptr<Stripe[]> stripes_;
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "../numa/topology.h"
+#include "huge_mapping.h"
 
 namespace tiercache {
 
@@ -13,8 +14,8 @@ DramTier::DramTier(std::string name, uint64_t size, std::vector<unsigned> nodes,
                    const Topology* topology)
     : name_(std::move(name)), size_(size), nodes_(std::move(nodes)), policy_(policy) {
   if (size_ == 0) throw TierError(name_, "size is 0 (smaller than one slab?)");
-  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
+  void* p = mapHugeAnonymous(size_);
+  if (p == nullptr) {
     throw TierError(name_, "mmap of " + std::to_string(size_) + " bytes failed: " + std::strerror(errno));
   }
   base_ = static_cast<std::byte*>(p);
