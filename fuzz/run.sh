@@ -36,11 +36,15 @@ for t in "${targets[@]}"; do
   if [[ -z "$(ls -A "$corpus")" ]]; then
     # Seeds: the untouched pool, and each flag alone (see the target's header).
     for f in 00 01 02 03 04 08 09 10 11; do printf "\\x$f" >"$corpus/seed-$f"; done
+    # Past the 160-byte header into the records: a changed record with
+    # fixed checks, and a cut of half the file.
+    { printf '\x03'; head -c 160 /dev/zero; printf '\x01\x00\x00\x00\x01'; } >"$corpus/seed-record"
+    printf '\x04\x80\x00\x00' >"$corpus/seed-truncate"
   fi
   log="$dir/$t.log"
   echo "=== fuzz: $t for ${seconds}s (log: $log)"
   rc=0
-  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=512 \
+  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=320 -len_control=0 \
     -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
   if ((rc != 0)); then

@@ -294,10 +294,17 @@ TEST_P(PersistentTierMedium, SlabGeometryMismatchIsNamed) {
               std::string::npos)
         << e.what();
   }
-  expectRefused(tierConfig(pool(), 8 * kMiB), fp(7), "the pool has 4 slabs, the config 8");
+  expectRefused(tierConfig(pool(), 8 * kMiB), fp(7), "pool is truncated, or was made for a smaller tier");
+  {
+    // A bigger pool opened with a smaller tier: the header tells.
+    TempDir other(GetParam() == "tmpfs" ? std::string("/dev/shm") : diskParent());
+    { PersistentPmemTier big(tierConfig(other.file("p"), 16 * kMiB), kSlab, fp(7)); }
+    expectRefused(tierConfig(other.file("p")), fp(7), "slab count differs: the pool has 16 slabs, the config 4");
+  }
   // Rebuilt to the new geometry when allowed: a bigger file.
   PersistentPmemTier tier(tierConfig(pool(), 8 * kMiB), kSlab, fp(7, true));
-  EXPECT_EQ(tier.openReport().rfind("rebuilt: slab count differs", 0), 0u) << tier.openReport();
+  EXPECT_EQ(tier.openReport().rfind("rebuilt: pool is truncated, or was made for a smaller tier", 0), 0u)
+      << tier.openReport();
   EXPECT_EQ(tier.slabCount(), 8u);
   EXPECT_EQ(fileSize(pool()), PersistentPmemTier::poolFileSize(8 * kMiB, kSlab));
 }
@@ -412,11 +419,23 @@ TEST_P(PersistentTierMedium, TruncatedFileIsRefused) {
     writeFile(pool(), 0, saved.data(), saved.size());
   };
   ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(full - 4096)), 0);
-  expectRefused(cfg, fp(7), "pool is truncated (or not a tiercache pool): the file has");
+  expectRefused(cfg, fp(7), "pool is truncated, or was made for a smaller tier: the file has " +
+                                std::to_string(full - 4096) + " bytes, a pool for this config " + std::to_string(full));
   restore();
   ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(full - PersistentPmemTier::kSlabAreaAlignment)), 0);
-  expectRefused(cfg, fp(7), "the pool is probably truncated");
+  expectRefused(cfg, fp(7), "pool is truncated, or was made for a smaller tier");
   restore();
+  // Grown by a whole 2 MiB: PMDK opens it, the header's size tells.
+  ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(full + PersistentPmemTier::kSlabAreaAlignment)), 0);
+  expectRefused(cfg, fp(7), "pool file size changed: the file has " +
+                                std::to_string(full + PersistentPmemTier::kSlabAreaAlignment) +
+                                " bytes, the pool was created with " + std::to_string(full));
+  restore();
+  // Grown by less: not a size this class makes.
+  ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(full + 4096)), 0);
+  expectRefused(cfg, fp(7), "pool is truncated (or not a tiercache pool)");
+  restore();
+  { PersistentPmemTier restored(cfg, kSlab, fp(7)); }
   ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(kMiB)), 0);
   expectRefused(cfg, fp(7), "pool is truncated or not a pool: the file has 1048576 bytes");
   // Rebuilt when allowed: the file still starts like a libpmemobj pool.

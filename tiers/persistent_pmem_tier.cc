@@ -166,6 +166,17 @@ PersistentPmemTier::PersistentPmemTier(const TierConfig& cfg, uint64_t slabSize,
     return;
   }
 
+  if (const uint64_t expected = poolFileSize(size_, slabSize_); static_cast<uint64_t>(st.st_size) < expected) {
+    // Every pool made for this config has at least this size. Checked before
+    // PMDK sees the file: a truncated pool sends pmemobj_open down an error
+    // path that leaks its heap's run-time state (PMDK 1.12).
+    const std::string reason = "pool is truncated, or was made for a smaller tier: the file has " +
+                               std::to_string(st.st_size) + " bytes, a pool for this config " +
+                               std::to_string(expected);
+    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) refuse(reason);
+    rebuild(reason);
+    return;
+  }
   if (st.st_size % kSlabAreaAlignment != 0) {
     // Every pool this class makes is a whole number of 2 MiB.
     const std::string reason = "pool is truncated (or not a tiercache pool): the file has " + std::to_string(st.st_size) +
@@ -183,16 +194,8 @@ PersistentPmemTier::PersistentPmemTier(const TierConfig& cfg, uint64_t slabSize,
     }
     if (e.errnum() != EINVAL || !rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) {
       if (e.errnum() != EINVAL) refuse("cannot open the pool: " + std::string(e.what()));
-      // PMDK's own words for a cut-short pool are vague; the size this
-      // config creates gives the likely cause.
-      const uint64_t expected = poolFileSize(size_, slabSize_);
-      const std::string hint =
-          static_cast<uint64_t>(st.st_size) < expected
-              ? "; the file has " + std::to_string(st.st_size) + " bytes, a pool for this config " +
-                    std::to_string(expected) + ": the pool is probably truncated"
-              : "";
-      refuse("libpmemobj refused the file (not a pool, another layout, or a truncated or corrupted pool): " +
-             std::string(e.what()) + hint +
+      refuse("libpmemobj refused the file (not a pool, another layout, or a corrupted pool): " +
+             std::string(e.what()) +
              (rebuildOnMismatch_ ? "; not replaced: it does not start like a libpmemobj pool" : ""));
     }
     rebuild("libpmemobj refused the pool: " + std::string(e.what()));
