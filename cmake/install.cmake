@@ -17,11 +17,11 @@ install(TARGETS tiercache EXPORT tiercacheTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 foreach(dir ${TIERCACHE_COMPONENTS})
-  install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache/${dir}
     FILES_MATCHING PATTERN "*.h")
 endforeach()
-install(FILES ${CMAKE_SOURCE_DIR}/tiercache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache)
+install(FILES ${PROJECT_SOURCE_DIR}/tiercache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache)
 
 install(EXPORT tiercacheTargets
   NAMESPACE tiercache::
@@ -41,16 +41,16 @@ endif()
 
 configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/tiercacheConfig.cmake.in
-  ${CMAKE_BINARY_DIR}/cmake/tiercacheConfig.cmake
+  ${PROJECT_BINARY_DIR}/cmake/tiercacheConfig.cmake
   INSTALL_DESTINATION ${TIERCACHE_CMAKE_DIR})
 # 0.x: a minor release may break the API, so only the same minor matches.
 write_basic_package_version_file(
-  ${CMAKE_BINARY_DIR}/cmake/tiercacheConfigVersion.cmake
+  ${PROJECT_BINARY_DIR}/cmake/tiercacheConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
   COMPATIBILITY SameMinorVersion)
 install(FILES
-  ${CMAKE_BINARY_DIR}/cmake/tiercacheConfig.cmake
-  ${CMAKE_BINARY_DIR}/cmake/tiercacheConfigVersion.cmake
+  ${PROJECT_BINARY_DIR}/cmake/tiercacheConfig.cmake
+  ${PROJECT_BINARY_DIR}/cmake/tiercacheConfigVersion.cmake
   DESTINATION ${TIERCACHE_CMAKE_DIR})
 
 # tiercache.pc. For a shared library the dependencies are private
@@ -77,10 +77,10 @@ foreach(_kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 set(TIERCACHE_PC_PREFIX "@TIERCACHE_PC_PREFIX@")  # kept for the second pass
-configure_file(${CMAKE_CURRENT_LIST_DIR}/tiercache.pc.in ${CMAKE_BINARY_DIR}/cmake/tiercache.pc.in2 @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/tiercache.pc.in ${PROJECT_BINARY_DIR}/cmake/tiercache.pc.in2 @ONLY)
 install(CODE "
   set(TIERCACHE_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${CMAKE_BINARY_DIR}/cmake/tiercache.pc.in2\"
-                 \"${CMAKE_BINARY_DIR}/cmake/tiercache.pc\" @ONLY)
+  configure_file(\"${PROJECT_BINARY_DIR}/cmake/tiercache.pc.in2\"
+                 \"${PROJECT_BINARY_DIR}/cmake/tiercache.pc\" @ONLY)
 ")
-install(FILES ${CMAKE_BINARY_DIR}/cmake/tiercache.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/tiercache.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
