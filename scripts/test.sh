@@ -21,12 +21,15 @@ for i in "${!builds[@]}"; do
   if [[ "${builds[$i]}" == all ]]; then builds=(plain asan tsan); break; fi
 done
 
-# Sanitizer builds: -O1 with asserts kept (Debug with -O1 instead of -O0):
-# close to -O2 for run time, quicker to compile, and assert()s stay on.
+# Sanitizer builds: Debug (assert()s on) at -O0 with line tables only
+# (-g1, enough for the reports' file:line). Measured on 2 cores: compiling a
+# test file under ASan takes 8 s at -O0 -g, 19 s at -O1 -g1, 25 s at -O1 -g
+# and 45 s at -O2 -g, while the whole suite ran no slower at -O0 (ASan 34 s
+# against 39 s at -O1; TSan 63 s against 76 s): build time dominates.
 # Only the test binary is built there (no tools, no micro-benchmarks), but
 # with TIERCACHE_BUILD_BENCH on, since the workload tests need bench/'s
 # library and its multi-threaded runner is worth running under TSan.
-sanitizer_flags=(-DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTIERCACHE_BUILD_BENCH=ON)
+sanitizer_flags=(-DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DTIERCACHE_BUILD_BENCH=ON)
 sanitizer_targets="tiercache_tests"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
