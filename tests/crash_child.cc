@@ -30,6 +30,15 @@ int main(int argc, char** argv) {
     const std::string key = prefix + std::to_string(seq);
     if (!cache.set(key, tiercache::test::makeValue(key, seq, 32 + rng() % 1000))) continue;
     if (write(1, &seq, sizeof seq) != sizeof seq) return 3;
+    // Every fifth set also removes an earlier fresh key; the acknowledgement
+    // (high bit set) promises it never comes back.
+    if (seq % 5 == 4) {
+      const uint32_t victim = seq - 2;
+      if (cache.remove(prefix + std::to_string(victim))) {
+        const uint32_t removed = victim | 0x80000000u;
+        if (write(1, &removed, sizeof removed) != sizeof removed) return 3;
+      }
+    }
     const std::string hot = "hot:" + std::to_string(rng() % 500);
     if (rng() % 4) {
       cache.set(hot, tiercache::test::makeValue(hot, seq, 32 + rng() % 1000));

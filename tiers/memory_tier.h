@@ -14,7 +14,8 @@
 //   - A volatile tier's memory reads as zero at open. A persistent tier's
 //     memory holds what was persisted before.
 //   - mappedBytes() is what the tier took from the OS (mapping or file size),
-//     at most the configured size.
+//     at most the configured size for volatile tiers; a persistent tier's
+//     pool file adds libpmemobj's header and metadata on top (reported).
 //   - persist(p, n) makes [p, p+n) durable on a persistent tier and is a
 //     no-op on a volatile one. Thread-safe; ranges may overlap.
 //   - Destruction unmaps and releases everything the tier took.
