@@ -11,7 +11,12 @@ constexpr uint64_t kKeyLenSalt = 0x6b65796c656e0001ull;
 constexpr uint64_t kValueLenSalt = 0x76616c6c656e0002ull;
 constexpr uint64_t kFillerSalt = 0x66696c6c65720003ull;
 
-uint64_t pick(uint64_t index, uint64_t salt, SizeRange r) {
+constexpr uint64_t kPieceSalt = 0x7069656365000004ull;
+// Replaces the first hex digit of a lone key: none of these is a hex digit
+// or a filler character.
+constexpr char kLoneMark[] = "~!@#$%^&*+=:;<>?";
+
+uint64_t pickIn(uint64_t index, uint64_t salt, SizeRange r) {
   uint64_t span = r.max - r.min + 1;  // r.max < 2^63 after validation
   return r.min + mix64(index ^ salt) % span;
 }
@@ -20,6 +25,36 @@ uint64_t pick(uint64_t index, uint64_t salt, SizeRange r) {
 KeySpace::KeySpace(uint64_t keys, SizeRange keySize, SizeRange valueSize)
     : keys_(keys), keySize_(keySize), valueSize_(valueSize), width_(indexWidth(keys)) {}
 
+KeySpace::KeySpace(const WorkloadConfig& c) : KeySpace(c.keys, c.key_size, c.value_size) {
+  keyPieces_ = makePieces(c.key_size_buckets);
+  valuePieces_ = makePieces(c.value_size_buckets);
+}
+
+KeySpace::Pieces KeySpace::makePieces(const std::vector<SizeBucket>& buckets) {
+  Pieces p;
+  double total = 0;
+  for (const SizeBucket& b : buckets) total += b.weight;
+  if (buckets.empty() || !(total > 0)) return p;
+  double acc = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    acc += buckets[i].weight;
+    double f = acc / total;
+    uint64_t cut = i + 1 == buckets.size() || f >= 1.0 ? UINT64_MAX : uint64_t(f * 0x1.0p64);
+    p.cumulative.push_back(cut);
+    p.ranges.push_back(buckets[i].range);
+  }
+  return p;
+}
+
+uint64_t KeySpace::pick(uint64_t index, uint64_t salt, SizeRange plain, const Pieces& pieces) {
+  if (pieces.ranges.empty()) return pickIn(index, salt, plain);
+  uint64_t u = mix64(index ^ kPieceSalt ^ salt);
+  size_t b = 0;
+  while (b + 1 < pieces.cumulative.size() && u >= pieces.cumulative[b]) ++b;
+  // A zero-weight piece has the same cut as the one before it and is skipped.
+  return pickIn(index, salt, pieces.ranges[b]);
+}
+
 size_t KeySpace::indexWidth(uint64_t keys) {
   size_t w = 1;
   for (uint64_t top = keys > 0 ? keys - 1 : 0; top >= 16; top >>= 4) ++w;
@@ -27,11 +62,17 @@ size_t KeySpace::indexWidth(uint64_t keys) {
 }
 
 size_t KeySpace::keyLength(uint64_t index) const {
-  size_t len = pick(index, kKeyLenSalt, keySize_);
+  size_t len = pick(index, kKeyLenSalt, keySize_, keyPieces_);
   return len < width_ ? width_ : len;
 }
 
-size_t KeySpace::valueSize(uint64_t index) const { return pick(index, kValueLenSalt, valueSize_); }
+size_t KeySpace::valueSize(uint64_t index) const { return pick(index, kValueLenSalt, valueSize_, valuePieces_); }
+
+void KeySpace::loneKey(uint64_t index, std::string& out) const {
+  key(index, out);
+  char c = out[0];
+  out[0] = kLoneMark[c <= '9' ? c - '0' : c - 'a' + 10];
+}
 
 void KeySpace::key(uint64_t index, std::string& out) const {
   size_t len = keyLength(index);

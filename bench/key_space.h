@@ -4,12 +4,18 @@
 // A key is the index in fixed-width hex (unique by construction), padded to
 // a per-key length in [key_size.min, key_size.max] with filler characters
 // that also derive from the index. The value size is drawn the same way from
-// [value_size.min, value_size.max].
+// [value_size.min, value_size.max], or from the piecewise buckets when the
+// workload has them (a bucket picked by weight, then a size in it).
+//
+// Lone keys (cachebench's lone gets) are never set: loneKey(i) is key(i)
+// with its first hex digit replaced by a punctuation character, so it has
+// the same length, is unique per index and never equals a real key.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bench/workload.h"
 
@@ -28,7 +34,7 @@ class KeySpace {
   static constexpr uint64_t kMaxKeys = 1ull << 48;
 
   KeySpace(uint64_t keys, SizeRange keySize, SizeRange valueSize);
-  explicit KeySpace(const WorkloadConfig& c) : KeySpace(c.keys, c.key_size, c.value_size) {}
+  explicit KeySpace(const WorkloadConfig& c);
 
   uint64_t size() const { return keys_; }
   // Hex digits needed to number `keys` keys (at least 1).
@@ -41,14 +47,30 @@ class KeySpace {
     key(index, s);
     return s;
   }
+  void loneKey(uint64_t index, std::string& out) const;
+  std::string loneKey(uint64_t index) const {
+    std::string s;
+    loneKey(index, s);
+    return s;
+  }
   size_t keyLength(uint64_t index) const;
   size_t valueSize(uint64_t index) const;
 
  private:
+  // Cumulative weights scaled to 2^64 (last = UINT64_MAX) and their ranges.
+  struct Pieces {
+    std::vector<uint64_t> cumulative;
+    std::vector<SizeRange> ranges;
+  };
+  static Pieces makePieces(const std::vector<SizeBucket>& buckets);
+  static uint64_t pick(uint64_t index, uint64_t salt, SizeRange plain, const Pieces& pieces);
+
   uint64_t keys_;
   SizeRange keySize_;
   SizeRange valueSize_;
   size_t width_;
+  Pieces keyPieces_;
+  Pieces valuePieces_;
 };
 
 }  // namespace tiercache::bench

@@ -1,5 +1,6 @@
 #include "bench/popularity.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -16,6 +17,8 @@ std::unique_ptr<KeySampler> KeySampler::make(const PopularityConfig& config, uin
     case PopularityKind::kUniform: return std::make_unique<UniformSampler>(keys);
     case PopularityKind::kZipf: return std::make_unique<ZipfSampler>(keys, config.alpha);
     case PopularityKind::kNormal: return std::make_unique<NormalSampler>(keys, config.stddev_fraction);
+    case PopularityKind::kPiecewise:
+      return std::make_unique<PiecewiseSampler>(keys, config.bucket_sizes, config.bucket_weights);
   }
   return nullptr;
 }
@@ -86,6 +89,45 @@ double NormalSampler::probability(uint64_t index) const {
   double lo = (-0.5 - mean_) / stddev_, hi = (double(keys_) - 0.5 - mean_) / stddev_;
   double kept = 0.5 * (std::erf(hi / std::numbers::sqrt2) - std::erf(lo / std::numbers::sqrt2));
   return std::exp(-0.5 * z * z) / (stddev_ * std::sqrt(2.0 * std::numbers::pi)) / kept;
+}
+
+PiecewiseSampler::PiecewiseSampler(uint64_t keys, const std::vector<double>& sizes, const std::vector<double>& weights) {
+  size_t n = sizes.size();
+  double totalSize = 0, totalWeight = 0;
+  for (size_t i = 0; i < n; ++i) {
+    totalSize += sizes[i];
+    totalWeight += weights[i];
+  }
+  double acc = 0;
+  start_.push_back(0);
+  for (size_t i = 0; i < n; ++i) {
+    acc += sizes[i];
+    uint64_t end = i + 1 == n ? keys : uint64_t(std::llround(acc / totalSize * double(keys)));
+    // At least one key per bucket, and room for the buckets after this one.
+    end = std::max(end, start_.back() + 1);
+    end = std::min(end, keys - (n - 1 - i));
+    start_.push_back(end);
+  }
+  double c = 0;
+  for (size_t i = 0; i < n; ++i) {
+    weight_.push_back(weights[i] / totalWeight);
+    c += weight_.back();
+    cumulative_.push_back(c);
+  }
+  cumulative_.back() = 1.0;
+}
+
+uint64_t PiecewiseSampler::sample(Rng& rng) const {
+  double u = rng.uniform();
+  size_t b = 0;
+  while (b + 1 < cumulative_.size() && (u >= cumulative_[b] || weight_[b] == 0)) ++b;
+  return start_[b] + rng.below(start_[b + 1] - start_[b]);
+}
+
+double PiecewiseSampler::probability(uint64_t index) const {
+  for (size_t b = 0; b + 1 < start_.size(); ++b)
+    if (index < start_[b + 1]) return weight_[b] / double(start_[b + 1] - start_[b]);
+  return 0;
 }
 
 }  // namespace tiercache::bench

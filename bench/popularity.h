@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "bench/key_space.h"
 #include "bench/workload.h"
@@ -89,6 +90,21 @@ class NormalSampler final : public KeySampler {
   uint64_t keys_;
   double mean_;
   double stddev_;
+};
+
+// Piecewise: consecutive index buckets with relative sizes, bucket b drawn
+// with probability weight_b / sum, then uniform inside it. Bucket edges are
+// rounded to whole keys; every bucket keeps at least one key.
+class PiecewiseSampler final : public KeySampler {
+ public:
+  PiecewiseSampler(uint64_t keys, const std::vector<double>& sizes, const std::vector<double>& weights);
+  uint64_t sample(Rng& rng) const override;
+  double probability(uint64_t index) const override;
+
+ private:
+  std::vector<uint64_t> start_;      // first index of each bucket, plus keys at the end
+  std::vector<double> cumulative_;   // cumulative normalized weight
+  std::vector<double> weight_;       // normalized weight per bucket
 };
 
 }  // namespace tiercache::bench

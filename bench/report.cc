@@ -1,9 +1,12 @@
 #include "bench/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "bench/hit_ratio_sim.h"
 
 namespace tiercache::bench {
 
@@ -57,7 +60,8 @@ std::string withCommas(uint64_t n) {
   return out;
 }
 
-std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r) {
+std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
+                         const std::string& limitsNote) {
   CacheDelta d = delta(r);
   std::string s = "== Test Results ==\n";
   for (const TierStats& t : r.after.tiers) {
@@ -75,6 +79,8 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r) 
                  withCommas(d.promotions).c_str());
   s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
   s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
+  if (limits) s += formatLimits(*limits);
+  else if (!limitsNote.empty()) s += "  optimal     : " + limitsNote + "\n";
   s += opLine("get", r.ops.gets, r.ops.get_hits, r.elapsed_seconds);
   s += opLine("set", r.ops.sets, r.ops.set_success, r.elapsed_seconds);
   s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
@@ -91,7 +97,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r) 
   return s;
 }
 
-std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r) {
+std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits) {
   CacheDelta d = delta(r);
   auto op = [&](uint64_t count, uint64_t success) {
     return json{{"count", count},
@@ -144,6 +150,16 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r) {
        {{"sets", r.prepopulate.sets}, {"stored", r.prepopulate.set_success}, {"seconds", r.prepopulate_seconds}}},
   };
   if (!r.first_mismatch.empty()) j["first_value_check_failure"] = r.first_mismatch;
+  if (limits) {
+    j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
+                             {"capacity_objects", limits->capacity_objects},
+                             {"unit_sizes", limits->unit_sizes},
+                             {"optimal", limits->optimal.hitRatio()},
+                             {"optimal_is_exact", limits->exact},
+                             {"belady_size_heuristic", limits->belady_size.hitRatio()},
+                             {"lru", limits->lru.hitRatio()},
+                             {"gets", limits->optimal.gets}};
+  }
   return j.dump(2);
 }
 
@@ -152,6 +168,32 @@ std::string formatProgress(const ProgressSnapshot& p) {
   return sformat("[%7.1fs] %s ops, %s ops/s, hit ratio %.2f%%, value check failures %s", p.seconds,
                 withCommas(ops).c_str(), withCommas(uint64_t(rate(ops, p.seconds) + 0.5)).c_str(),
                 pct(p.counts.get_hits, p.counts.gets), withCommas(p.counts.value_mismatches).c_str());
+}
+
+std::string formatProgressBar(const ProgressSnapshot& p, int width) {
+  uint64_t done = p.counts.ops();
+  double r = rate(done, p.seconds);
+  std::string s;
+  if (p.total_ops > 0) {
+    double f = std::min(1.0, double(done) / double(p.total_ops));
+    int filled = int(f * width + 0.5);
+    s = "[" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.') + "]";
+    s += sformat(" %5.1f%%", 100 * f);
+  } else {
+    s = sformat("%s ops", withCommas(done).c_str());
+  }
+  s += sformat("  %s ops/s  hit %.2f%%", withCommas(uint64_t(r + 0.5)).c_str(), pct(p.counts.get_hits, p.counts.gets));
+  if (p.total_ops > 0) {
+    if (r > 0 && done <= p.total_ops) {
+      uint64_t left = uint64_t(double(p.total_ops - done) / r + 0.5);
+      s += left >= 3600 ? sformat("  ETA %llu:%02llu:%02llu", (unsigned long long)(left / 3600),
+                                  (unsigned long long)(left / 60 % 60), (unsigned long long)(left % 60))
+                        : sformat("  ETA %llu:%02llu", (unsigned long long)(left / 60), (unsigned long long)(left % 60));
+    } else {
+      s += "  ETA --:--";
+    }
+  }
+  return s;
 }
 
 }  // namespace tiercache::bench

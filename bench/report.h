@@ -13,10 +13,20 @@
 
 namespace tiercache::bench {
 
-std::string formatReport(const WorkloadConfig& config, const WorkloadResult& result);
-std::string reportJson(const WorkloadConfig& config, const WorkloadResult& result);
+struct HitRatioLimits;
+
+// limits: the simulated optimal and LRU hit ratios, printed beside the
+// measured one (nullptr: not computed; `limitsNote` then says why, if set).
+std::string formatReport(const WorkloadConfig& config, const WorkloadResult& result,
+                         const HitRatioLimits* limits = nullptr, const std::string& limitsNote = "");
+std::string reportJson(const WorkloadConfig& config, const WorkloadResult& result,
+                       const HitRatioLimits* limits = nullptr);
 // One progress line (no newline), e.g. for stderr.
 std::string formatProgress(const ProgressSnapshot& p);
+// A progress bar for a terminal (no newline): done/total, rate, hit ratio
+// and the time left at the current rate, e.g.
+// "[#########...........]  45.0%  1.2M ops/s  hit 71.20%  ETA 0:03".
+std::string formatProgressBar(const ProgressSnapshot& p, int width = 24);
 
 // 1234567 -> "1,234,567"
 std::string withCommas(uint64_t n);

@@ -5,12 +5,15 @@
 #include <cstring>
 #include <latch>
 #include <memory>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "bench/key_space.h"
 #include "bench/popularity.h"
+#include "bench/request_stream.h"
+#include "bench/trace.h"
 #include "bench/value_codec.h"
 
 namespace tiercache::bench {
@@ -62,33 +65,24 @@ class Worker {
         keys_(keys),
         sampler_(sampler),
         thread_(thread),
-        rng_(Rng::forThread(config.seed, thread)),
         c_(counters),
         mismatchMu_(mismatchMu),
         firstMismatch_(firstMismatch) {}
 
   void prepopulate() {
-    uint64_t n = keys_.size();
-    uint32_t stride = config_.threads;
-    if (thread_ >= n) return;
-    for (uint64_t i = n - 1 - thread_;; i -= stride) {
-      set(i);
-      if (i < stride) break;
-    }
+    uint64_t n = RequestStream::prepopulateCount(keys_.size(), config_.threads, thread_);
+    for (uint64_t i = 0; i < n; ++i) set(RequestStream::prepopulateIndex(keys_.size(), config_.threads, thread_, i));
   }
 
   void run() {
-    double getCut = config_.get_ratio;
-    double setCut = config_.get_ratio + config_.set_ratio;
+    RequestStream stream(config_, sampler_, thread_);
     for (uint64_t op = 0; op < config_.ops_per_thread; ++op) {
-      double r = rng_.uniform();
-      uint64_t index = sampler_.sample(rng_);
-      if (r < getCut) {
-        get(index);
-      } else if (r < setCut) {
-        set(index);
-      } else {
-        remove(index);
+      Request r = stream.next();
+      switch (r.op) {
+        case RequestOp::kGet: get(r.index); break;
+        case RequestOp::kSet: set(r.index); break;
+        case RequestOp::kDel: remove(r.index); break;
+        case RequestOp::kLoneGet: loneGet(r.index); break;
       }
     }
   }
@@ -107,6 +101,17 @@ class Worker {
     if (config_.lookaside) {
       ThreadCounters::bump(c_.lookaside_sets);
       set(index);
+    }
+  }
+
+  void loneGet(uint64_t index) {
+    keys_.loneKey(index, key_);
+    ThreadCounters::bump(c_.gets);
+    ReadHandle h = cache_.find(key_);
+    if (h) {
+      // A lone key is never set: any hit is another key's item.
+      ThreadCounters::bump(c_.get_hits);
+      mismatch(index, h);
     }
   }
 
@@ -141,7 +146,6 @@ class Worker {
   const KeySpace& keys_;
   const KeySampler& sampler_;
   uint32_t thread_;
-  Rng rng_;
   ThreadCounters& c_;
   std::mutex& mismatchMu_;
   std::string& firstMismatch_;
@@ -156,6 +160,116 @@ OpCounts sum(const std::vector<std::unique_ptr<ThreadCounters>>& counters) {
   for (const auto& c : counters) total += c->read();
   return total;
 }
+
+// Runs body(t) on `count` threads started together and reports progress
+// from the calling thread until all are done; returns the wall-clock seconds.
+template <class Body>
+double runMeasured(uint32_t count, const std::vector<std::unique_ptr<ThreadCounters>>& counters, uint64_t totalOps,
+                   const RunOptions& options, Body body) {
+  std::mutex doneMu;
+  std::condition_variable doneCv;
+  uint32_t running = count;
+  std::latch start(count + 1);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < count; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      body(t);
+      std::lock_guard lock(doneMu);
+      if (--running == 0) doneCv.notify_all();
+    });
+  }
+  start.arrive_and_wait();
+  Clock::time_point t0 = Clock::now();
+  {
+    std::unique_lock lock(doneMu);
+    bool report = options.progress && options.progress_interval.count() > 0;
+    while (running > 0) {
+      if (!report) {
+        doneCv.wait(lock, [&] { return running == 0; });
+        break;
+      }
+      if (doneCv.wait_for(lock, options.progress_interval, [&] { return running == 0; })) break;
+      lock.unlock();
+      options.progress(ProgressSnapshot{secondsSince(t0), sum(counters), totalOps});
+      lock.lock();
+    }
+  }
+  for (auto& t : threads) t.join();
+  return secondsSince(t0);
+}
+
+// Replays every threads-th record of a trace, starting at `thread`.
+class TraceWorker {
+ public:
+  TraceWorker(Cache& cache, const Trace& trace, const ReplayConfig& config, uint32_t thread, ThreadCounters& counters,
+              std::mutex& mismatchMu, std::string& firstMismatch)
+      : cache_(cache),
+        trace_(trace),
+        config_(config),
+        thread_(thread),
+        c_(counters),
+        mismatchMu_(mismatchMu),
+        firstMismatch_(firstMismatch) {}
+
+  void run() {
+    for (size_t i = thread_; i < trace_.size(); i += config_.threads) {
+      TraceRecord r = trace_[i];
+      switch (r.op) {
+        case RequestOp::kGet:
+        case RequestOp::kLoneGet: get(i, r); break;
+        case RequestOp::kSet: set(r); break;
+        case RequestOp::kDel:
+          ThreadCounters::bump(c_.removes);
+          if (cache_.remove(r.key)) ThreadCounters::bump(c_.remove_success);
+          break;
+      }
+    }
+  }
+
+ private:
+  void get(size_t i, const TraceRecord& r) {
+    ThreadCounters::bump(c_.gets);
+    ReadHandle h = cache_.find(r.key);
+    if (h) {
+      ThreadCounters::bump(c_.get_hits);
+      // A trace may set one key with several sizes: check the value against
+      // the length it has.
+      if (h.key() != r.key || !ValueCodec::verify(r.key, h.value().size(), h.value())) {
+        ThreadCounters::bump(c_.value_mismatches);
+        std::lock_guard lock(mismatchMu_);
+        if (firstMismatch_.empty())
+          firstMismatch_ = "trace record " + std::to_string(i) + " (\"" + std::string(r.key) + "\"): read " +
+                           std::to_string(h.value().size()) + " bytes under key \"" + std::string(h.key()) +
+                           "\" from tier " + std::to_string(h.tier());
+      }
+      return;
+    }
+    h.reset();
+    if (r.op == RequestOp::kGet && config_.lookaside) {
+      ThreadCounters::bump(c_.lookaside_sets);
+      set(r);
+    }
+  }
+
+  void set(const TraceRecord& r) {
+    ThreadCounters::bump(c_.sets);
+    WriteHandle w = cache_.allocate(r.key, r.size);
+    if (!w) return;
+    ValueCodec::fill(r.key, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), r.size);
+    cache_.insertOrReplace(std::move(w));
+    ThreadCounters::bump(c_.set_success);
+  }
+
+  Cache& cache_;
+  const Trace& trace_;
+  const ReplayConfig& config_;
+  uint32_t thread_;
+  ThreadCounters& c_;
+  std::mutex& mismatchMu_;
+  std::string& firstMismatch_;
+  uint64_t stamp_ = 0;
+};
 
 }  // namespace
 
@@ -190,38 +304,27 @@ WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const Run
   std::vector<std::unique_ptr<ThreadCounters>> counters;
   auto workers = makeWorkers(counters);
   result.before = cache.stats();
+  result.elapsed_seconds = runMeasured(config.threads, counters, config.ops_per_thread * config.threads, options,
+                                       [&](uint32_t t) { workers[t]->run(); });
+  result.ops = sum(counters);
+  result.after = cache.stats();
+  return result;
+}
 
-  std::mutex doneMu;
-  std::condition_variable doneCv;
-  uint32_t running = config.threads;
-  std::latch start(config.threads + 1);
-  std::vector<std::thread> threads;
-  for (auto& w : workers) {
-    threads.emplace_back([&, worker = w.get()] {
-      start.arrive_and_wait();
-      worker->run();
-      std::lock_guard lock(doneMu);
-      if (--running == 0) doneCv.notify_all();
-    });
+WorkloadResult runTrace(Cache& cache, const Trace& trace, const ReplayConfig& config, const RunOptions& options) {
+  if (config.threads < 1 || config.threads > 1024) throw std::invalid_argument("replay threads must be in [1,1024]");
+  WorkloadResult result;
+  std::mutex mismatchMu;
+  std::vector<std::unique_ptr<ThreadCounters>> counters;
+  std::vector<std::unique_ptr<TraceWorker>> workers;
+  for (uint32_t t = 0; t < config.threads; ++t) {
+    counters.push_back(std::make_unique<ThreadCounters>());
+    workers.push_back(std::make_unique<TraceWorker>(cache, trace, config, t, *counters.back(), mismatchMu,
+                                                    result.first_mismatch));
   }
-  start.arrive_and_wait();
-  Clock::time_point t0 = Clock::now();
-  {
-    std::unique_lock lock(doneMu);
-    bool report = options.progress && options.progress_interval.count() > 0;
-    while (running > 0) {
-      if (!report) {
-        doneCv.wait(lock, [&] { return running == 0; });
-        break;
-      }
-      if (doneCv.wait_for(lock, options.progress_interval, [&] { return running == 0; })) break;
-      lock.unlock();
-      options.progress(ProgressSnapshot{secondsSince(t0), sum(counters)});
-      lock.lock();
-    }
-  }
-  for (auto& t : threads) t.join();
-  result.elapsed_seconds = secondsSince(t0);
+  result.before = cache.stats();
+  result.elapsed_seconds =
+      runMeasured(config.threads, counters, trace.size(), options, [&](uint32_t t) { workers[t]->run(); });
   result.ops = sum(counters);
   result.after = cache.stats();
   return result;

@@ -35,6 +35,7 @@ struct OpCounts {
 struct ProgressSnapshot {
   double seconds = 0;   // since the measured phase started
   OpCounts counts;      // so far, all threads
+  uint64_t total_ops = 0;  // the measured phase's ops (workload or trace records)
 };
 
 struct RunOptions {
@@ -55,5 +56,17 @@ struct WorkloadResult {
 };
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});
+
+class Trace;
+
+// Trace replay: thread t issues records t, t + threads, t + 2*threads ...
+// in order, as fast as it can (the trace is in memory). get misses are
+// filled with the record's size when lookaside is on; lget misses never.
+// A value read back is checked against its own length (ValueCodec).
+struct ReplayConfig {
+  uint32_t threads = 1;
+  bool lookaside = true;
+};
+WorkloadResult runTrace(Cache& cache, const Trace& trace, const ReplayConfig& config, const RunOptions& options = {});
 
 }  // namespace tiercache::bench

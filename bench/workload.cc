@@ -1,5 +1,6 @@
 #include "bench/workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -68,7 +69,8 @@ PopularityKind parseKind(const json& v, const std::string& path) {
   if (s == "uniform") return PopularityKind::kUniform;
   if (s == "zipf") return PopularityKind::kZipf;
   if (s == "normal") return PopularityKind::kNormal;
-  throw ConfigError(path, "unknown distribution \"" + s + "\" (expected uniform, zipf or normal)");
+  if (s == "piecewise") return PopularityKind::kPiecewise;
+  throw ConfigError(path, "unknown distribution \"" + s + "\" (expected uniform, zipf, normal or piecewise)");
 }
 
 PopularityConfig parsePopularity(const json& v, const std::string& path) {
@@ -87,6 +89,10 @@ PopularityConfig parsePopularity(const json& v, const std::string& path) {
       p.alpha = parseDouble(val, sub);
     } else if (key == "stddev_fraction") {
       p.stddev_fraction = parseDouble(val, sub);
+    } else if (key == "buckets" || key == "weights") {
+      if (!val.is_array()) throw ConfigError(sub, "must be an array of numbers");
+      std::vector<double>& out = key == "buckets" ? p.bucket_sizes : p.bucket_weights;
+      for (size_t i = 0; i < val.size(); ++i) out.push_back(parseDouble(val[i], sub + "[" + std::to_string(i) + "]"));
     } else {
       throw ConfigError(sub, "unknown key");
     }
@@ -96,7 +102,33 @@ PopularityConfig parsePopularity(const json& v, const std::string& path) {
     throw ConfigError(path + ".alpha", "only applies to the zipf distribution");
   if (v.contains("stddev_fraction") && p.kind != PopularityKind::kNormal)
     throw ConfigError(path + ".stddev_fraction", "only applies to the normal distribution");
+  for (const char* k : {"buckets", "weights"})
+    if (v.contains(k) && p.kind != PopularityKind::kPiecewise)
+      throw ConfigError(path + "." + k, "only applies to the piecewise distribution");
   return p;
+}
+
+// [{"range": [min, max], "weight": w}, ...]
+std::vector<SizeBucket> parseBuckets(const json& v, const std::string& path) {
+  if (!v.is_array() || v.empty()) throw ConfigError(path, "must be a non-empty array of {\"range\", \"weight\"}");
+  std::vector<SizeBucket> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) throw ConfigError(p, "must be an object {\"range\": [min, max], \"weight\": w}");
+    SizeBucket b;
+    if (!v[i].contains("range")) throw ConfigError(p + ".range", "missing");
+    for (const auto& [key, val] : v[i].items()) {
+      if (key == "range") {
+        b.range = parseRange(val, p + ".range");
+      } else if (key == "weight") {
+        b.weight = parseDouble(val, p + ".weight");
+      } else {
+        throw ConfigError(p + "." + key, "unknown key");
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
 }
 
 // The option table: one row per key of the "workload" object.
@@ -120,6 +152,9 @@ const std::vector<Option>& options() {
       {"get_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.get_ratio = parseDouble(v, p); }},
       {"set_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.set_ratio = parseDouble(v, p); }},
       {"remove_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.remove_ratio = parseDouble(v, p); }},
+      {"lone_get_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lone_get_ratio = parseDouble(v, p); }},
+      {"key_size_buckets", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_size_buckets = parseBuckets(v, p); }},
+      {"value_size_buckets", [](WorkloadConfig& c, const json& v, const std::string& p) { c.value_size_buckets = parseBuckets(v, p); }},
       {"popularity", [](WorkloadConfig& c, const json& v, const std::string& p) { c.popularity = parsePopularity(v, p); }},
       {"lookaside", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lookaside = parseBool(v, p); }},
       {"prepopulate", [](WorkloadConfig& c, const json& v, const std::string& p) { c.prepopulate = parseBool(v, p); }},
@@ -197,6 +232,7 @@ const char* popularityName(PopularityKind kind) {
     case PopularityKind::kUniform: return "uniform";
     case PopularityKind::kZipf: return "zipf";
     case PopularityKind::kNormal: return "normal";
+    case PopularityKind::kPiecewise: return "piecewise";
   }
   return "?";
 }
@@ -229,6 +265,11 @@ WorkloadConfig WorkloadConfig::fromJsonString(std::string_view document) {
     }
     if (!known) throw ConfigError(path, "unknown key");
   }
+  if (it->contains("key_size_buckets") && it->contains("key_size"))
+    throw ConfigError("workload.key_size", "give key_size or key_size_buckets, not both");
+  if (it->contains("value_size_buckets") && it->contains("value_size"))
+    throw ConfigError("workload.value_size", "give value_size or value_size_buckets, not both");
+  c.updateEnvelopes();
   c.validate();
   return c;
 }
@@ -247,6 +288,34 @@ WorkloadConfig WorkloadConfig::fromJsonFile(const std::string& path) {
     throw ConfigError(e.path(), reason + " (in " + path + ")");
   }
 }
+
+void WorkloadConfig::updateEnvelopes() {
+  auto envelope = [](const std::vector<SizeBucket>& buckets, SizeRange& r) {
+    if (buckets.empty()) return;
+    r = buckets[0].range;
+    for (const SizeBucket& b : buckets) {
+      r.min = std::min(r.min, b.range.min);
+      r.max = std::max(r.max, b.range.max);
+    }
+  };
+  envelope(key_size_buckets, key_size);
+  envelope(value_size_buckets, value_size);
+}
+
+namespace {
+void checkBuckets(const std::vector<SizeBucket>& buckets, const SizeRange& envelope, const std::string& path) {
+  double total = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    if (buckets[i].range.min > buckets[i].range.max) throw ConfigError(p + ".range", "min must not exceed max");
+    if (buckets[i].range.min < envelope.min || buckets[i].range.max > envelope.max)
+      throw ConfigError(p + ".range", "lies outside the envelope (call updateEnvelopes())");
+    if (!(buckets[i].weight >= 0 && std::isfinite(buckets[i].weight))) throw ConfigError(p + ".weight", "must be >= 0");
+    total += buckets[i].weight;
+  }
+  if (!buckets.empty() && !(total > 0)) throw ConfigError(path, "the weights must not all be 0");
+}
+}  // namespace
 
 void WorkloadConfig::validate() const {
   if (threads < 1 || threads > 1024) throw ConfigError("workload.threads", "must be in [1,1024]");
@@ -267,10 +336,13 @@ void WorkloadConfig::validate() const {
   checkRatio(get_ratio, "get_ratio");
   checkRatio(set_ratio, "set_ratio");
   checkRatio(remove_ratio, "remove_ratio");
-  double sum = get_ratio + set_ratio + remove_ratio;
+  checkRatio(lone_get_ratio, "lone_get_ratio");
+  checkBuckets(key_size_buckets, key_size, "workload.key_size_buckets");
+  checkBuckets(value_size_buckets, value_size, "workload.value_size_buckets");
+  double sum = get_ratio + set_ratio + remove_ratio + lone_get_ratio;
   if (std::fabs(sum - 1.0) > 1e-6) {
     std::ostringstream os;
-    os << "get_ratio + set_ratio + remove_ratio must sum to 1 (they sum to " << sum << ")";
+    os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";
     throw ConfigError("workload", os.str());
   }
   if (popularity.kind == PopularityKind::kZipf && !(popularity.alpha > 0.0 && popularity.alpha <= 10.0))
@@ -278,6 +350,25 @@ void WorkloadConfig::validate() const {
   if (popularity.kind == PopularityKind::kNormal &&
       !(popularity.stddev_fraction > 0.0 && popularity.stddev_fraction <= 10.0))
     throw ConfigError("workload.popularity.stddev_fraction", "must be in (0,10]");
+  if (popularity.kind == PopularityKind::kPiecewise) {
+    const auto& sizes = popularity.bucket_sizes;
+    const auto& weights = popularity.bucket_weights;
+    if (sizes.empty()) throw ConfigError("workload.popularity.buckets", "must list at least one bucket");
+    if (weights.size() != sizes.size())
+      throw ConfigError("workload.popularity.weights", "must have one weight per bucket (" +
+                                                           std::to_string(sizes.size()) + "), not " +
+                                                           std::to_string(weights.size()));
+    double totalWeight = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (!(sizes[i] > 0 && std::isfinite(sizes[i])))
+        throw ConfigError("workload.popularity.buckets[" + std::to_string(i) + "]", "must be > 0");
+      if (!(weights[i] >= 0 && std::isfinite(weights[i])))
+        throw ConfigError("workload.popularity.weights[" + std::to_string(i) + "]", "must be >= 0");
+      totalWeight += weights[i];
+    }
+    if (!(totalWeight > 0)) throw ConfigError("workload.popularity.weights", "must not all be 0");
+    if (sizes.size() > keys) throw ConfigError("workload.popularity.buckets", "has more buckets than there are keys");
+  }
 }
 
 std::string WorkloadConfig::toJson() const {
@@ -285,6 +376,15 @@ std::string WorkloadConfig::toJson() const {
   pop["distribution"] = popularityName(popularity.kind);
   if (popularity.kind == PopularityKind::kZipf) pop["alpha"] = popularity.alpha;
   if (popularity.kind == PopularityKind::kNormal) pop["stddev_fraction"] = popularity.stddev_fraction;
+  if (popularity.kind == PopularityKind::kPiecewise) {
+    pop["buckets"] = popularity.bucket_sizes;
+    pop["weights"] = popularity.bucket_weights;
+  }
+  auto buckets = [](const std::vector<SizeBucket>& bs) {
+    json a = json::array();
+    for (const SizeBucket& b : bs) a.push_back({{"range", {b.range.min, b.range.max}}, {"weight", b.weight}});
+    return a;
+  };
   json j = {
       {"threads", threads},
       {"ops_per_thread", ops_per_thread},
@@ -294,12 +394,22 @@ std::string WorkloadConfig::toJson() const {
       {"get_ratio", get_ratio},
       {"set_ratio", set_ratio},
       {"remove_ratio", remove_ratio},
+      {"lone_get_ratio", lone_get_ratio},
       {"popularity", pop},
       {"lookaside", lookaside},
       {"prepopulate", prepopulate},
       {"seed", seed},
       {"progress_interval_ms", progress_interval_ms},
   };
+  // Piecewise sizes replace the plain range (the parser refuses both).
+  if (!key_size_buckets.empty()) {
+    j.erase("key_size");
+    j["key_size_buckets"] = buckets(key_size_buckets);
+  }
+  if (!value_size_buckets.empty()) {
+    j.erase("value_size");
+    j["value_size_buckets"] = buckets(value_size_buckets);
+  }
   return j.dump(2);
 }
 

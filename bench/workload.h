@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tiercache::bench {
 
@@ -18,16 +19,28 @@ struct SizeRange {
   uint64_t max = 0;
 };
 
+// One piece of a piecewise size distribution: sizes uniform in range, the
+// piece chosen with probability weight / (sum of weights).
+struct SizeBucket {
+  SizeRange range;
+  double weight = 1.0;
+};
+
 enum class PopularityKind : uint8_t {
   kUniform,
   kZipf,    // P(rank k) ~ 1 / k^alpha, rank 1 = key index 0
   kNormal,  // centered on the middle key, stddev = stddev_fraction * keys
+  kPiecewise,  // the key space cut into consecutive buckets (relative sizes),
+               // bucket b drawn with weight b, uniform inside (cachebench's
+               // popularityBuckets / popularityWeights)
 };
 
 struct PopularityConfig {
   PopularityKind kind = PopularityKind::kZipf;
   double alpha = 0.9;
   double stddev_fraction = 0.1;
+  std::vector<double> bucket_sizes;    // kPiecewise: relative, scaled to the key space
+  std::vector<double> bucket_weights;  // kPiecewise: one per bucket
 };
 
 struct WorkloadConfig {
@@ -36,9 +49,17 @@ struct WorkloadConfig {
   uint64_t keys = 1'000'000;          // key space size
   SizeRange key_size{16, 32};         // bytes; min must fit the key's index digits
   SizeRange value_size{64, 4096};     // bytes; a function of the key
+  // Piecewise forms (cachebench keySizeRange/valSizeRange with their
+  // ...Probability). When non-empty they replace key_size / value_size,
+  // which the parser then sets to the envelope [lowest min, highest max].
+  std::vector<SizeBucket> key_size_buckets;
+  std::vector<SizeBucket> value_size_buckets;
   double get_ratio = 0.8;
   double set_ratio = 0.2;
   double remove_ratio = 0.0;
+  // Gets of keys outside the key space, never set: always misses, and a
+  // miss is not filled even with lookaside (cachebench's loneGetRatio).
+  double lone_get_ratio = 0.0;
   PopularityConfig popularity;
   bool lookaside = true;              // a get miss is followed by a set of that key
   bool prepopulate = true;            // set keys (coldest first) before measuring
@@ -51,8 +72,10 @@ struct WorkloadConfig {
   std::string toJson() const;
   // Throws ConfigError for impossible values (also called by the parsers).
   void validate() const;
+  // Sets key_size / value_size to the envelope of their buckets (if any).
+  void updateEnvelopes();
 };
 
-const char* popularityName(PopularityKind kind);  // "uniform", "zipf", "normal"
+const char* popularityName(PopularityKind kind);  // "uniform", "zipf", "normal", "piecewise"
 
 }  // namespace tiercache::bench

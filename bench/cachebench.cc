@@ -1,0 +1,559 @@
+#include "bench/cachebench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tiercache::bench {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// Where our validation errors point, in cachebench's words.
+const std::map<std::string, std::string>& pathMap() {
+  static const std::map<std::string, std::string> kMap = {
+      {"total_size", "cache_config.cacheSizeMB"},
+      {"tiers", "cache_config.memoryTiers"},
+      {"allocation.growth_factor", "cache_config.allocFactor"},
+      {"allocation.min_size", "cache_config.minAllocSize"},
+      {"allocation.max_size", "cache_config.maxAllocSize"},
+      {"allocation.sizes", "cache_config.allocSizes"},
+      {"pools", "cache_config.poolSizes"},
+      {"index.bucket_power", "cache_config.htBucketPower"},
+      {"index.lock_power", "cache_config.htLockPower"},
+      {"eviction.lru_refresh_ms", "cache_config.lruRefreshSec"},
+      {"eviction.lru_insertion_point", "cache_config.lruIpSpec"},
+      {"background_eviction.interval_ms", "cache_config.backgroundEvictorIntervalMilSec"},
+      {"background_eviction.threads", "cache_config.evictorThreads"},
+      {"background_eviction.low_watermark", "cache_config.lowEvictionAcWatermark"},
+      {"background_eviction.high_watermark", "cache_config.highEvictionAcWatermark"},
+      {"background_eviction.min_batch", "cache_config.minEvictionBatch"},
+      {"background_eviction.max_batch", "cache_config.maxEvictionBatch"},
+      {"background_eviction.keep_free", "cache_config.nKeepFree"},
+      {"promotion.interval_ms", "cache_config.backgroundPromoterIntervalMilSec"},
+      {"promotion.max_batch", "cache_config.maxPromotionBatch"},
+      {"promotion.upper_free_watermark", "cache_config.promotionAcWatermark"},
+      {"workload.threads", "test_config.numThreads"},
+      {"workload.ops_per_thread", "test_config.numOps"},
+      {"workload.keys", "test_config.numKeys"},
+      {"workload.key_size", "test_config.keySizeRange"},
+      {"workload.key_size_buckets", "test_config.keySizeRangeProbability"},
+      {"workload.value_size", "test_config.valSizeRange"},
+      {"workload.value_size_buckets", "test_config.valSizeRangeProbability"},
+      {"workload.popularity.buckets", "test_config.popularityBuckets"},
+      {"workload.popularity.weights", "test_config.popularityWeights"},
+      {"workload", "test_config"},
+  };
+  return kMap;
+}
+
+// cachebench writes numbers and booleans as JSON strings now and then
+// ("true", "4096"); accept both forms.
+double number(const json& v, const std::string& path) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    try {
+      size_t used = 0;
+      double d = std::stod(s, &used);
+      if (used == s.size()) return d;
+    } catch (const std::exception&) {
+    }
+  }
+  throw ConfigError(path, "must be a number, not " + v.dump());
+}
+
+uint64_t count(const json& v, const std::string& path) {
+  double d = number(v, path);
+  if (!(d >= 0 && d == std::floor(d) && d < 1.8e19)) throw ConfigError(path, "must be a whole number >= 0");
+  return uint64_t(d);
+}
+
+uint32_t count32(const json& v, const std::string& path) {
+  uint64_t n = count(v, path);
+  if (n > UINT32_MAX) throw ConfigError(path, "must be below 2^32");
+  return uint32_t(n);
+}
+
+bool boolean(const json& v, const std::string& path) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v == "true") return true;
+  if (v == "false") return false;
+  throw ConfigError(path, "must be true or false, not " + v.dump());
+}
+
+std::string text(const json& v, const std::string& path) {
+  if (!v.is_string()) throw ConfigError(path, "must be a string, not " + v.dump());
+  return v.get<std::string>();
+}
+
+std::vector<double> numbers(const json& v, const std::string& path) {
+  if (!v.is_array()) throw ConfigError(path, "must be an array of numbers");
+  std::vector<double> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(number(v[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+// "0", "0,1", "0-2", 0 or [0, 1] -> node list.
+std::vector<unsigned> nodeList(const json& v, const std::string& path) {
+  std::vector<unsigned> out;
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) out.push_back(count32(v[i], path + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  if (v.is_number()) return {count32(v, path)};
+  std::string s = text(v, path);
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    size_t dash = part.find('-');
+    try {
+      if (dash == std::string::npos) {
+        out.push_back(unsigned(std::stoul(part)));
+      } else {
+        unsigned a = unsigned(std::stoul(part.substr(0, dash))), b = unsigned(std::stoul(part.substr(dash + 1)));
+        if (a > b) throw std::invalid_argument("range");
+        for (unsigned n = a; n <= b; ++n) out.push_back(n);
+      }
+    } catch (const std::exception&) {
+      throw ConfigError(path, "\"" + s + "\" is not a node list such as \"0\", \"0,1\" or \"0-1\"");
+    }
+  }
+  if (out.empty()) throw ConfigError(path, "names no node");
+  return out;
+}
+
+// keySizeRange [a, b, c] with keySizeRangeProbability [p, q]: sizes in
+// [a, b) with weight p and [b, c) with weight q (cachebench's half-open
+// pieces, as inclusive ranges). Without probabilities, [a, b] is one range.
+std::vector<SizeBucket> sizePieces(const json& range, const json* probability, const std::string& rangePath,
+                                   const std::string& probPath) {
+  std::vector<double> r = numbers(range, rangePath);
+  for (size_t i = 0; i < r.size(); ++i)
+    if (!(r[i] >= 0 && r[i] == std::floor(r[i])))
+      throw ConfigError(rangePath + "[" + std::to_string(i) + "]", "must be a whole number >= 0");
+  if (r.size() < 2) throw ConfigError(rangePath, "must list at least [min, max]");
+  std::vector<double> p;
+  if (probability) {
+    p = numbers(*probability, probPath);
+    if (p.size() != r.size() - 1)
+      throw ConfigError(probPath, "must have one entry per piece of " + rangePath.substr(rangePath.find('.') + 1) + " (" +
+                                      std::to_string(r.size() - 1) + "), not " + std::to_string(p.size()));
+  } else if (r.size() != 2) {
+    throw ConfigError(probPath, "missing (needed for a range of more than one piece)");
+  } else {
+    p = {1.0};
+  }
+  std::vector<SizeBucket> out;
+  for (size_t i = 0; i + 1 < r.size(); ++i) {
+    uint64_t lo = uint64_t(r[i]), hi = uint64_t(r[i + 1]);
+    if (hi < lo) throw ConfigError(rangePath, "must not decrease");
+    // Half-open [lo, hi) except a one-piece range, which cachebench users read as inclusive.
+    uint64_t top = r.size() == 2 ? hi : std::max(lo, hi > 0 ? hi - 1 : 0);
+    out.push_back(SizeBucket{SizeRange{lo, top}, p[i]});
+  }
+  return out;
+}
+
+struct KeyRule {
+  // Parses the value into the configs; absent for an ignored key.
+  std::function<void(const json&, const std::string&, CachebenchConfig&)> apply;
+};
+
+// Keys we read but do not implement (listed in the warning): they tune
+// CacheLib internals tiercache does not have, or only matter with a feature
+// that is refused when turned on.
+const std::vector<std::string>& ignoredCacheKeys() {
+  static const std::vector<std::string> k = {
+      "lruRefreshRatio", "lruUpdateOnWrite", "lruUpdateOnRead", "tryLockUpdate", "useCombinedLockForIterators",
+      "poolRebalanceIntervalSec", "rebalanceStrategy", "rebalanceMinSlabs", "rebalanceDiffRatio",
+      "moveOnSlabRelease", "poolResizeIntervalSec", "poolOptimizeIntervalSec", "poolOptimizerStrategy",
+      "maxEvictionPromotionHotness", "minPromotionBatch", "minAcAllocationWatermark", "maxAcAllocationWatermark",
+      "usePosixShm", "cacheDir", "nvmCachePaths", "nvmCacheSizeMB", "navyReaderThreads", "navyWriterThreads",
+      "navyBigHashSizePct", "navyBlockSize", "navySmallItemMaxSize", "navyParcelMemoryMB", "navyHitsReinsertionThreshold",
+      "navyProbabilityReinsertionThreshold", "navyNumInmemBuffers", "navyCleanRegions", "navyRegionSizeMB",
+      "truncateItemToOriginalAllocSizeInNvm", "printNvmCounters", "enableItemDestructorCheck", "enableItemDestructor",
+      "mmReconfigureIntervalSecs", "memoryOnlyTTL", "lru2qHotPct", "lru2qColdPct", "trackRecentItemsForDump",
+      "dipperSizeMB", "dipperBackend", "dipperDevicePath", "dipperUseDirectIO", "writeAmpDeviceList",
+      "deviceMaxWriteSize", "enableFastShutdown"};
+  return k;
+}
+
+const std::vector<std::string>& ignoredTestKeys() {
+  static const std::vector<std::string> k = {
+      "name", "mode", "numChainedItems", "chainedItemLengthRange", "chainedItemLengthRangeProbability",
+      "chainedItemsPerLocation", "checkConsistency", "checkNvmCacheWarmUp", "traceFileName", "traceFileNames",
+      "repeatTraceReplay", "replayGeneratorConfig", "timestampFactor", "useTraceTimeStamp", "ampFactor",
+      "prepopulateThreads", "numFastShutdown", "maxInconsistencyCount", "tenantRateLimits"};
+  return k;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void refuseIfSet(const json& v, const std::string& path, const std::string& why) {
+  if (number(v, path) != 0) throw ConfigError(path, why);
+}
+
+}  // namespace
+
+bool isCachebenchDocument(std::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  return doc.is_object() && (doc.contains("cache_config") || doc.contains("test_config"));
+}
+
+std::string cachebenchKeyFor(const std::string& path) {
+  // Longest mapped prefix: "tiers[1].size" -> "cache_config.memoryTiers".
+  std::string best, mapped;
+  for (const auto& [ours, theirs] : pathMap()) {
+    if (path.rfind(ours, 0) == 0 && ours.size() > best.size() &&
+        (path.size() == ours.size() || path[ours.size()] == '.' || path[ours.size()] == '[')) {
+      best = ours;
+      mapped = theirs;
+    }
+  }
+  return best.empty() ? path : mapped;
+}
+
+CachebenchConfig importCachebench(std::string_view document, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(document.begin(), document.end(), nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw ConfigError("", std::string("invalid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) throw ConfigError("", "a cachebench config must be a JSON object");
+  CachebenchConfig out;
+  for (const auto& [key, val] : doc.items())
+    if (key != "cache_config" && key != "test_config") out.ignored.push_back(key + " (unknown key)");
+  if (!doc.contains("cache_config") || !doc["cache_config"].is_object())
+    throw ConfigError("cache_config", "missing (an object)");
+  if (!doc.contains("test_config") || !doc["test_config"].is_object())
+    throw ConfigError("test_config", "missing (an object)");
+  const json& cc = doc["cache_config"];
+  const json& tc = doc["test_config"];
+  auto at = [](const json& obj, const char* key) -> const json* {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  };
+
+  // ---- cache_config ----
+  CacheConfig& c = out.cache;
+  c.eviction.lru_refresh_ms = 60'000;  // cachebench's default lruRefreshSec is 60
+  uint64_t cacheMiB = 0;
+  std::vector<std::string> handled;
+  auto cpath = [](const std::string& k) { return "cache_config." + k; };
+  auto take = [&](const char* key, auto fn) {
+    if (const json* v = at(cc, key)) fn(*v, cpath(key));
+    handled.push_back(key);
+  };
+  take("cacheSizeMB", [&](const json& v, const std::string& p) {
+    cacheMiB = count(v, p);
+    if (cacheMiB == 0) throw ConfigError(p, "must be at least 1");
+  });
+  if (cacheMiB == 0) throw ConfigError("cache_config.cacheSizeMB", "missing");
+  take("allocFactor", [&](const json& v, const std::string& p) { c.allocation.growth_factor = number(v, p); });
+  take("minAllocSize", [&](const json& v, const std::string& p) { c.allocation.min_size = count32(v, p); });
+  take("maxAllocSize", [&](const json& v, const std::string& p) { c.allocation.max_size = count32(v, p); });
+  take("allocSizes", [&](const json& v, const std::string& p) {
+    for (double d : numbers(v, p)) c.allocation.sizes.push_back(uint32_t(d));
+  });
+  take("htBucketPower", [&](const json& v, const std::string& p) { c.index.bucket_power = count32(v, p); });
+  take("htLockPower", [&](const json& v, const std::string& p) { c.index.lock_power = count32(v, p); });
+  // CacheLib's lock power may exceed ours (at most 20 and <= bucket power): clamp, as it only sets striping.
+  c.index.lock_power = std::min({c.index.lock_power, c.index.bucket_power, 20u});
+  take("allocator", [&](const json& v, const std::string& p) {
+    std::string a = text(v, p);
+    if (a != "LRU") throw ConfigError(p, "\"" + a + "\" is not available: tiercache implements the LRU allocator only");
+  });
+  take("lruRefreshSec", [&](const json& v, const std::string& p) {
+    c.eviction.lru_refresh_ms = uint32_t(std::min<uint64_t>(count(v, p) * 1000, 3'600'000));
+  });
+  take("lruIpSpec", [&](const json& v, const std::string& p) { c.eviction.lru_insertion_point = count32(v, p); });
+
+  // Pools.
+  uint64_t numPools = 1;
+  take("numPools", [&](const json& v, const std::string& p) {
+    numPools = count(v, p);
+    if (numPools < 1 || numPools > 64) throw ConfigError(p, "must be in [1,64]");
+  });
+  std::vector<double> poolSizes;
+  take("poolSizes", [&](const json& v, const std::string& p) {
+    poolSizes = numbers(v, p);
+    if (poolSizes.size() != numPools)
+      throw ConfigError(p, "has " + std::to_string(poolSizes.size()) + " entries for numPools " + std::to_string(numPools));
+  });
+  if (poolSizes.empty()) poolSizes.assign(numPools, 1.0 / double(numPools));
+  for (uint64_t i = 0; i < numPools; ++i)
+    c.pools.push_back(PoolConfig{i == 0 ? "default" : "pool" + std::to_string(i), poolSizes[i]});
+
+  // Tiers.
+  c.total_size = cacheMiB * kMiB;
+  if (const json* tiers = at(cc, "memoryTiers")) {
+    std::string p = cpath("memoryTiers");
+    if (!tiers->is_array() || tiers->empty()) throw ConfigError(p, "must be a non-empty array of tiers");
+    unsigned drams = 0, files = 0;
+    for (const json& t : *tiers) (t.contains("file") ? files : drams)++;
+    unsigned dramNo = 0, fileNo = 0;
+    for (size_t i = 0; i < tiers->size(); ++i) {
+      const json& t = (*tiers)[i];
+      std::string tp = p + "[" + std::to_string(i) + "]";
+      if (!t.is_object()) throw ConfigError(tp, "must be an object");
+      TierConfig tier;
+      bool hasRatio = false;
+      for (const auto& [key, val] : t.items()) {
+        std::string kp = tp + "." + key;
+        if (key == "ratio") {
+          tier.ratio = number(val, kp);
+          if (!(tier.ratio > 0)) throw ConfigError(kp, "must be > 0");
+          hasRatio = true;
+        } else if (key == "file") {
+          // Our volatile pmem-file tier makes (and unlinks) its own file in
+          // a directory: the directory of cachebench's file, or the path
+          // itself when it is a directory.
+          std::filesystem::path f = text(val, kp);
+          if (f.empty()) throw ConfigError(kp, "must not be empty");
+          std::error_code ec;
+          tier.path = std::filesystem::is_directory(f, ec) ? f.string()
+                      : f.has_parent_path()                ? f.parent_path().string()
+                                                           : std::string(".");
+          tier.kind = TierKind::kPmemFile;
+        } else if (key == "memBindNodes") {
+          tier.nodes = nodeList(val, kp);
+        } else {
+          throw ConfigError(kp, "unknown memory tier key (expected ratio, file or memBindNodes)");
+        }
+      }
+      if (!hasRatio) throw ConfigError(tp + ".ratio", "missing");
+      if (tier.kind == TierKind::kPmemFile && !tier.nodes.empty())
+        throw ConfigError(tp + ".memBindNodes", "a file tier takes no memBindNodes (its file system places the pages)");
+      if (tier.kind == TierKind::kPmemFile) {
+        tier.name = files > 1 ? "pmem" + std::to_string(fileNo++) : "pmem";
+      } else {
+        tier.name = drams > 1 ? "dram" + std::to_string(dramNo++) : "dram";
+      }
+      c.tiers.push_back(tier);
+    }
+  } else {
+    TierConfig dram;
+    dram.name = "dram";
+    dram.size = cacheMiB * kMiB;
+    c.tiers.push_back(dram);
+    c.total_size = 0;
+  }
+  handled.push_back("memoryTiers");
+  // CacheLib's slabs are 4 MiB; a small tier gets 1 MiB slabs so that it
+  // still has slabs for each size class in use (docs/cachebench.md).
+  {
+    double ratioSum = 0;
+    for (const TierConfig& t : c.tiers) ratioSum += t.ratio;
+    uint64_t smallest = UINT64_MAX;
+    for (const TierConfig& t : c.tiers)
+      smallest = std::min<uint64_t>(smallest, t.size ? t.size : uint64_t(double(c.total_size) * t.ratio / ratioSum));
+    uint32_t largestClass = c.allocation.sizes.empty() ? c.allocation.max_size : c.allocation.sizes.back();
+    c.slab_size = smallest < 256 * kMiB && largestClass <= kMiB ? kMiB : 4 * kMiB;
+    if (c.allocation.max_size == 0) c.allocation.max_size = uint32_t(std::min<uint64_t>(c.slab_size, kMiB));
+  }
+
+  // Background eviction.
+  BackgroundEvictionConfig& be = c.background_eviction;
+  take("backgroundEvictorIntervalMilSec", [&](const json& v, const std::string& p) {
+    uint64_t ms = count(v, p);
+    be.enabled = ms > 0;  // cachebench: 0 = no background evictor
+    if (ms > 0) be.interval_ms = uint32_t(std::min<uint64_t>(ms, UINT32_MAX));
+  });
+  take("evictorThreads", [&](const json& v, const std::string& p) { be.threads = count32(v, p); });
+  take("backgroundEvictorStrategy", [&](const json& v, const std::string& p) {
+    std::string s = text(v, p);
+    if (s == "free-threshold" || s.empty()) be.strategy = EvictorStrategyKind::kFreeThreshold;
+    else if (s == "keep-free") be.strategy = EvictorStrategyKind::kKeepFree;
+    else throw ConfigError(p, "\"" + s + "\" is not a strategy tiercache has (free-threshold or keep-free)");
+  });
+  take("lowEvictionAcWatermark", [&](const json& v, const std::string& p) { be.low_watermark = number(v, p); });
+  take("highEvictionAcWatermark", [&](const json& v, const std::string& p) { be.high_watermark = number(v, p); });
+  take("freeThreshold", [&](const json& v, const std::string& p) {
+    double f = number(v, p);
+    if (at(cc, "lowEvictionAcWatermark") && f != be.low_watermark)
+      throw ConfigError(p, "is another name for lowEvictionAcWatermark and differs from it");
+    be.low_watermark = f;
+  });
+  take("maxEvictionBatch", [&](const json& v, const std::string& p) { be.max_batch = count32(v, p); });
+  take("minEvictionBatch", [&](const json& v, const std::string& p) { be.min_batch = count32(v, p); });
+  take("nKeepFree", [&](const json& v, const std::string& p) { be.keep_free = count32(v, p); });
+
+  // Promotion.
+  PromotionConfig& pr = c.promotion;
+  take("backgroundPromoterIntervalMilSec", [&](const json& v, const std::string& p) {
+    uint64_t ms = count(v, p);
+    if (ms > 0) {
+      pr.enabled = true;
+      pr.background = true;
+      pr.interval_ms = uint32_t(std::min<uint64_t>(ms, UINT32_MAX));
+    }
+  });
+  take("promoterThreads", [&](const json& v, const std::string& p) {
+    if (count(v, p) > 1) throw ConfigError(p, "tiercache runs one promoter thread");
+  });
+  take("backgroundPromoterStrategy", [&](const json& v, const std::string& p) {
+    std::string s = text(v, p);
+    if (!s.empty() && s != "promotion-threshold")
+      throw ConfigError(p, "\"" + s + "\" is not a promotion strategy tiercache has (promotion-threshold)");
+  });
+  take("maxPromotionBatch", [&](const json& v, const std::string& p) { pr.max_batch = count32(v, p); });
+  take("promotionAcWatermark", [&](const json& v, const std::string& p) { pr.upper_free_watermark = number(v, p); });
+  take("syncPromotion", [&](const json& v, const std::string& p) {
+    if (boolean(v, p)) {
+      pr.enabled = true;
+      pr.background = false;
+    }
+  });
+  take("numDuplicateElements", [&](const json& v, const std::string& p) {
+    refuseIfSet(v, p, "an item lives in exactly one tier in tiercache: duplicates across tiers are not supported");
+  });
+  take("insertToFirstFreeTier", [&](const json& v, const std::string& p) {
+    if (boolean(v, p)) throw ConfigError(p, "tiercache always inserts new items into the first tier");
+  });
+  take("insertTopTier", [&](const json& v, const std::string& p) {
+    if (!boolean(v, p)) throw ConfigError(p, "tiercache always inserts new items into the first tier");
+  });
+  take("nvmCacheSizeMB", [&](const json& v, const std::string& p) {
+    refuseIfSet(v, p, "tiercache has no NVM (flash) cache; remove it or set it to 0");
+  });
+  take("enableCachePersistence", [&](const json& v, const std::string& p) {
+    if (boolean(v, p))
+      throw ConfigError(p, "cachebench's shared-memory persistence is not available; tiercache persists "
+                           "through a persistent pmem-file tier (docs/persistence.md)");
+  });
+  for (const auto& [key, val] : cc.items())
+    if (!contains(handled, key))
+      out.ignored.push_back(cpath(key) + (contains(ignoredCacheKeys(), key) ? "" : " (unknown key)"));
+
+  // ---- test_config ----
+  WorkloadConfig& w = out.workload;
+  w.lookaside = false;   // cachebench's defaults
+  w.prepopulate = false;
+  w.threads = 1;
+  std::vector<std::string> testHandled;
+  auto tpath = [](const std::string& k) { return "test_config." + k; };
+  auto ttake = [&](const char* key, auto fn) {
+    if (const json* v = at(tc, key)) fn(*v, tpath(key));
+    testHandled.push_back(key);
+  };
+  ttake("numOps", [&](const json& v, const std::string& p) { w.ops_per_thread = count(v, p); });
+  ttake("numThreads", [&](const json& v, const std::string& p) { w.threads = count32(v, p); });
+  ttake("numKeys", [&](const json& v, const std::string& p) { w.keys = count(v, p); });
+  ttake("keySizeRange", [&](const json& v, const std::string& p) {
+    w.key_size_buckets = sizePieces(v, at(tc, "keySizeRangeProbability"), p, tpath("keySizeRangeProbability"));
+  });
+  testHandled.push_back("keySizeRangeProbability");
+  ttake("valSizeRange", [&](const json& v, const std::string& p) {
+    w.value_size_buckets = sizePieces(v, at(tc, "valSizeRangeProbability"), p, tpath("valSizeRangeProbability"));
+  });
+  testHandled.push_back("valSizeRangeProbability");
+  double get = 0, set = 0, del = 0, lone = 0;
+  ttake("getRatio", [&](const json& v, const std::string& p) { get = number(v, p); });
+  ttake("setRatio", [&](const json& v, const std::string& p) { set = number(v, p); });
+  ttake("delRatio", [&](const json& v, const std::string& p) { del = number(v, p); });
+  ttake("loneGetRatio", [&](const json& v, const std::string& p) { lone = number(v, p); });
+  for (const char* k : {"addChainedRatio", "updateRatio", "couldExistRatio", "loneSetRatio"})
+    ttake(k, [&](const json& v, const std::string& p) {
+      refuseIfSet(v, p, std::string("tiercache-bench has no ") + k + " operation; set it to 0");
+    });
+  double total = get + set + del + lone;
+  for (double r : {get, set, del, lone})
+    if (!(r >= 0)) throw ConfigError("test_config", "operation ratios must not be negative");
+  if (!(total > 0)) throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0");
+  // cachebench draws operations in proportion to the ratios.
+  w.get_ratio = get / total;
+  w.set_ratio = set / total;
+  w.remove_ratio = del / total;
+  w.lone_get_ratio = lone / total;
+  ttake("popularityBuckets", [&](const json& v, const std::string& p) {
+    w.popularity.kind = PopularityKind::kPiecewise;
+    w.popularity.bucket_sizes = numbers(v, p);
+  });
+  ttake("popularityWeights", [&](const json& v, const std::string& p) {
+    if (!at(tc, "popularityBuckets")) throw ConfigError(p, "needs popularityBuckets");
+    w.popularity.bucket_weights = numbers(v, p);
+  });
+  if (at(tc, "popularityBuckets") && !at(tc, "popularityWeights"))
+    throw ConfigError(tpath("popularityWeights"), "missing (needed with popularityBuckets)");
+  if (!at(tc, "popularityBuckets")) w.popularity.kind = PopularityKind::kUniform;  // cachebench without buckets
+  ttake("enableLookaside", [&](const json& v, const std::string& p) { w.lookaside = boolean(v, p); });
+  ttake("prepopulateCache", [&](const json& v, const std::string& p) { w.prepopulate = boolean(v, p); });
+  ttake("generator", [&](const json& v, const std::string& p) {
+    std::string g = text(v, p);
+    if (!g.empty() && g != "workload" && g != "online")
+      throw ConfigError(p, "\"" + g + "\" is not available; replay traces with `tiercache-bench replay` (docs/bench.md)");
+  });
+  ttake("distribution", [&](const json& v, const std::string& p) {
+    std::string d = text(v, p);
+    if (!d.empty() && d != "range")
+      throw ConfigError(p, "\"" + d + "\" is not available (only the \"range\" distribution)");
+  });
+  for (const char* k : {"keyPoolDistribution", "opPoolDistribution"})
+    ttake(k, [&](const json& v, const std::string& p) {
+      std::vector<double> d = numbers(v, p);
+      for (size_t i = 1; i < d.size(); ++i)
+        if (d[i] != 0) throw ConfigError(p, "spreading keys or operations over pools is not implemented: use [1]");
+    });
+  for (const char* k : {"opDelayBatch", "opDelayNs", "opRatePerSec", "ttlRatio"})
+    ttake(k, [&](const json& v, const std::string& p) {
+      refuseIfSet(v, p, std::string("tiercache-bench does not implement ") + k + "; set it to 0");
+    });
+  for (const auto& [key, val] : tc.items())
+    if (!contains(testHandled, key))
+      out.ignored.push_back(tpath(key) + (contains(ignoredTestKeys(), key) ? "" : " (unknown key)"));
+
+  // Validate in cachebench's words.
+  w.updateEnvelopes();
+  std::string where = source.empty() ? "" : " (in " + source + ")";
+  try {
+    w.validate();
+  } catch (const ConfigError& e) {
+    std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
+    throw ConfigError(cachebenchKeyFor(e.path()), reason + " [as " + e.path() + "]" + where);
+  }
+  try {
+    c.normalize();
+    c.validate();
+  } catch (const ConfigError& e) {
+    std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
+    throw ConfigError(cachebenchKeyFor(e.path()), reason + " [as " + e.path() + "]" + where);
+  }
+  return out;
+}
+
+CachebenchConfig importCachebenchFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("", "cannot open config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return importCachebench(ss.str(), path);
+  } catch (const ConfigError& e) {
+    std::string what = e.what();
+    if (what.find(" (in " + path + ")") != std::string::npos) throw;
+    std::string reason = e.path().empty() ? what : what.substr(e.path().size() + 2);
+    throw ConfigError(e.path(), reason + " (in " + path + ")");
+  }
+}
+
+std::string ignoredKeysWarning(const std::vector<std::string>& ignored) {
+  if (ignored.empty()) return "";
+  std::string s = "warning: cachebench keys not implemented, ignored: ";
+  for (size_t i = 0; i < ignored.size(); ++i) s += (i ? ", " : "") + ignored[i];
+  return s;
+}
+
+}  // namespace tiercache::bench

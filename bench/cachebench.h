@@ -1,0 +1,42 @@
+// Reads a CacheLib cachebench config ({"cache_config": {...}, "test_config":
+// {...}}, // and /* */ comments allowed) into a CacheConfig and a
+// WorkloadConfig. docs/cachebench.md has the mapping table.
+//
+// Three kinds of keys:
+//   mapped       honoured (e.g. cacheSizeMB, memoryTiers, getRatio)
+//   ignored      read and dropped because tiercache has no such knob or it
+//                does not change what is measured (e.g. lruUpdateOnWrite);
+//                they and keys we do not know are listed in `ignored` so the
+//                bench prints them in one warning
+//   refused      a value whose meaning tiercache cannot honour (e.g. an NVM
+//                cache, chained items, a 2Q policy): a ConfigError naming
+//                "cache_config.<key>" or "test_config.<key>"
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "allocator/cache_config.h"
+#include "bench/workload.h"
+
+namespace tiercache::bench {
+
+struct CachebenchConfig {
+  CacheConfig cache;
+  WorkloadConfig workload;
+  std::vector<std::string> ignored;  // "cache_config.lruUpdateOnWrite", ... in document order
+};
+
+// True when the document's top level has "cache_config" or "test_config".
+bool isCachebenchDocument(std::string_view text);
+// Throws ConfigError ("cache_config.<key>: reason"); source names the file in messages.
+CachebenchConfig importCachebench(std::string_view text, const std::string& source = "");
+CachebenchConfig importCachebenchFile(const std::string& path);
+// "warning: cachebench keys not implemented, ignored: a, b, c" or "" when none.
+std::string ignoredKeysWarning(const std::vector<std::string>& ignored);
+// The cachebench key behind a tiercache key path, e.g. "workload.value_size"
+// -> "test_config.valSizeRange"; the path itself when there is none.
+std::string cachebenchKeyFor(const std::string& tiercachePath);
+
+}  // namespace tiercache::bench
