@@ -46,8 +46,16 @@ TEST(MemoryBound, TenTimesCapacityKeepsMappingAndRssFlat) {
   EXPECT_EQ(s.tiers[0].slabs_used, s.tiers[0].slabs_total);
   EXPECT_GT(s.evictions, 0u);
   // Between 2x and 10x the cache only recycles memory it already has; allow
-  // 4 MiB for allocator and sanitizer bookkeeping noise.
+  // 4 MiB for allocator noise. ThreadSanitizer's runtime keeps growing its
+  // own per-access history whatever the program does, so its RSS says
+  // nothing about the cache: the RSS check is skipped there (the plain and
+  // ASan builds still make it).
+#if defined(__SANITIZE_THREAD__)
+  (void)rssAtTwo;
+  (void)rssAtTen;
+#else
   EXPECT_LT(rssAtTen, rssAtTwo + (4 << 20)) << "RSS grew from " << rssAtTwo << " to " << rssAtTen;
+#endif
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
