@@ -13,8 +13,8 @@ constexpr uint64_t kFillerSalt = 0x66696c6c65720003ull;
 
 constexpr uint64_t kPieceSalt = 0x7069656365000004ull;
 // Replaces the first hex digit of a lone key: none of these is a hex digit
-// or a filler character.
-constexpr char kLoneMark[] = "~!@#$%^&*+=:;<>?";
+// or a filler character, nor ',' or '#', which a CSV trace cannot start a key with.
+constexpr char kLoneMark[] = "~!@.$%^&*+=:;<>?";
 
 uint64_t pickIn(uint64_t index, uint64_t salt, SizeRange r) {
   uint64_t span = r.max - r.min + 1;  // r.max < 2^63 after validation

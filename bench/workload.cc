@@ -318,6 +318,9 @@ void checkBuckets(const std::vector<SizeBucket>& buckets, const SizeRange& envel
 }  // namespace
 
 void WorkloadConfig::validate() const {
+  // Buckets first: a bad bucket also spoils the envelope checked below.
+  checkBuckets(key_size_buckets, key_size, "workload.key_size_buckets");
+  checkBuckets(value_size_buckets, value_size, "workload.value_size_buckets");
   if (threads < 1 || threads > 1024) throw ConfigError("workload.threads", "must be in [1,1024]");
   if (ops_per_thread < 1) throw ConfigError("workload.ops_per_thread", "must be at least 1");
   if (keys < 1) throw ConfigError("workload.keys", "must be at least 1");
@@ -337,8 +340,6 @@ void WorkloadConfig::validate() const {
   checkRatio(set_ratio, "set_ratio");
   checkRatio(remove_ratio, "remove_ratio");
   checkRatio(lone_get_ratio, "lone_get_ratio");
-  checkBuckets(key_size_buckets, key_size, "workload.key_size_buckets");
-  checkBuckets(value_size_buckets, value_size, "workload.value_size_buckets");
   double sum = get_ratio + set_ratio + remove_ratio + lone_get_ratio;
   if (std::fabs(sum - 1.0) > 1e-6) {
     std::ostringstream os;

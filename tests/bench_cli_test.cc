@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "allocator/cache.h"
 #include "allocator/cache_config.h"
 #include "bench/report.h"
 #include "bench/workload.h"
@@ -122,13 +123,50 @@ TEST_F(BenchCliTest, JsonReportAndProgressOnRequest) {
 }
 
 TEST(BenchConfigsTest, ShippedConfigsParse) {
-  for (const char* name : {"default.json", "dram.json"}) {
+  for (const char* name : {"default.json", "dram.json", "kmem-dax.json"}) {
     std::string path = std::string(TIERCACHE_SOURCE_DIR) + "/configs/" + name;
     CacheConfig c = CacheConfig::fromJsonFile(path);
     WorkloadConfig w = WorkloadConfig::fromJsonFile(path);
     EXPECT_FALSE(c.tiers.empty()) << name;
     EXPECT_EQ(w.popularity.kind, PopularityKind::kZipf) << name;
     EXPECT_GE(w.ops_per_thread, 1'000'000u) << name;
+  }
+}
+
+// default.json is DRAM + emulated PMEM with background eviction and
+// promotion, over a key space larger than both tiers; dram.json stays DRAM only.
+TEST(BenchConfigsTest, DefaultIsTieredAndDramIsNot) {
+  std::string dir = std::string(TIERCACHE_SOURCE_DIR) + "/configs/";
+  CacheConfig c = CacheConfig::fromJsonFile(dir + "default.json");
+  ASSERT_EQ(c.tiers.size(), 2u);
+  EXPECT_EQ(c.tiers[0].kind, TierKind::kDram);
+  EXPECT_EQ(c.tiers[0].size, 128ull << 20);
+  EXPECT_EQ(c.tiers[1].kind, TierKind::kPmemFile);
+  EXPECT_EQ(c.tiers[1].size, 512ull << 20);
+  EXPECT_EQ(c.tiers[1].path, "/dev/shm");
+  EXPECT_TRUE(c.background_eviction.enabled);
+  EXPECT_TRUE(c.promotion.enabled);
+  WorkloadConfig w = WorkloadConfig::fromJsonFile(dir + "default.json");
+  // Smallest items (header + key + value) still take more than both tiers.
+  EXPECT_GT(w.keys * (w.key_size.min + w.value_size.min / 2 + w.value_size.max / 2), (640ull << 20));
+  CacheConfig d = CacheConfig::fromJsonFile(dir + "dram.json");
+  ASSERT_EQ(d.tiers.size(), 1u);
+  EXPECT_EQ(d.tiers[0].kind, TierKind::kDram);
+  CacheConfig k = CacheConfig::fromJsonFile(dir + "kmem-dax.json");
+  ASSERT_EQ(k.tiers.size(), 2u);
+  EXPECT_EQ(k.tiers[1].kind, TierKind::kDaxKmem);
+}
+
+// Without a KMEM DAX node the kmem-dax config is refused before any work,
+// with a message that says so; on a host with one it runs.
+TEST(BenchConfigsTest, KmemDaxRefusedClearlyWithoutTheNode) {
+  CacheConfig c = CacheConfig::fromJsonFile(std::string(TIERCACHE_SOURCE_DIR) + "/configs/kmem-dax.json");
+  try {
+    Cache cache(c);
+    SUCCEED() << "this host has KMEM DAX memory";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("KMEM DAX"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tier 'pmem'"), std::string::npos) << e.what();
   }
 }
 
