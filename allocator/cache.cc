@@ -349,22 +349,15 @@ CacheStats Cache::stats() const {
     s.evictions += ts.evictions;
     s.tiers.push_back(std::move(ts));
   }
-  for (const auto& e : movers_->evictors) {
-    const BackgroundWorkerStats w = e->stats();
-    s.background_evictor.runs += w.runs;
-    s.background_evictor.traversals += w.traversals;
-    s.background_evictor.items += w.items;
-    s.background_evictor.busy_nanos += w.busyNanos;
-  }
-  s.background_evictor.threads = static_cast<uint32_t>(movers_->evictors.size());
-  if (movers_->promoter) {
-    const BackgroundWorkerStats w = movers_->promoter->stats();
-    s.promoter.threads = 1;
-    s.promoter.runs = w.runs;
-    s.promoter.traversals = w.traversals;
-    s.promoter.items = w.items;
-    s.promoter.busy_nanos = w.busyNanos;
-  }
+  auto addWorker = [](WorkerStats& to, const BackgroundWorkerStats& w) {
+    ++to.threads;
+    to.runs += w.runs;
+    to.traversals += w.traversals;
+    to.items += w.items;
+    to.busy_nanos += w.busyNanos;
+  };
+  for (const auto& e : movers_->evictors) addWorker(s.background_evictor, e->stats());
+  if (movers_->promoter) addWorker(s.promoter, movers_->promoter->stats());
   s.promotion_candidates = c.promotionCandidates.load(std::memory_order_relaxed);
   s.promotions_rate_limited = c.promotionsRateLimited.load(std::memory_order_relaxed);
   s.promotions_no_room = c.promotionsNoRoom.load(std::memory_order_relaxed);

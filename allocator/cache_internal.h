@@ -100,6 +100,9 @@ class CacheBackground final : public BackgroundTarget {
   size_t promoteBatch(size_t n) override;
 
  private:
+  // Flat class numbers run tier-major, then pool, then class.
+  AllocationClass& classAt(size_t cls) const;
+
   Cache& cache_;
 };
 

@@ -139,7 +139,7 @@ bool Cache::promote(Item* item, CompressedRef ref) {
 
   // Only into free space above the watermark: a promotion that evicted
   // would demote another item, and hot items would ping-pong.
-  const bool canGrow = upper.poolSlabs(src.pool()) < upper.poolQuota(src.pool()) && upper.slabsUsed() < upper.slabCount();
+  const bool canGrow = upper.canGrow(src.pool());
   const uint64_t capacity = up.slabCount() * up.slotsPerSlab();
   const uint64_t free = up.freeSlots();
   const bool room = canGrow || (free > 0 && 100.0 * static_cast<double>(free) >=
@@ -219,26 +219,23 @@ size_t CacheBackground::classCount() const {
   return cache_.allocs_.size() * a.poolCount() * a.classCount();
 }
 
-ClassUsage CacheBackground::usage(size_t cls) const {
-  const SlabAllocator& first = *cache_.allocs_.front();
-  const size_t perTier = first.poolCount() * first.classCount();
-  const SlabAllocator& a = *cache_.allocs_[cls / perTier];
-  const uint32_t pool = static_cast<uint32_t>(cls % perTier / first.classCount());
-  const AllocationClass& ac = a.cls(pool, static_cast<uint32_t>(cls % first.classCount()));
-  ClassUsage u;
-  u.capacity = static_cast<int64_t>(ac.slabCount() * ac.slotsPerSlab());
-  u.free = static_cast<int64_t>(ac.freeSlots());
-  u.canGrow = a.poolSlabs(pool) < a.poolQuota(pool) && a.slabsUsed() < a.slabCount();
-  return u;
-}
-
-size_t CacheBackground::evictBatch(size_t cls, size_t n) {
+AllocationClass& CacheBackground::classAt(size_t cls) const {
   const SlabAllocator& first = *cache_.allocs_.front();
   const size_t perTier = first.poolCount() * first.classCount();
   SlabAllocator& a = *cache_.allocs_[cls / perTier];
-  const uint32_t pool = static_cast<uint32_t>(cls % perTier / first.classCount());
-  return cache_.evictFrom(a.cls(pool, static_cast<uint32_t>(cls % first.classCount())), n, nullptr, true);
+  return a.cls(static_cast<uint32_t>(cls % perTier / first.classCount()), static_cast<uint32_t>(cls % first.classCount()));
 }
+
+ClassUsage CacheBackground::usage(size_t cls) const {
+  const AllocationClass& ac = classAt(cls);
+  ClassUsage u;
+  u.capacity = static_cast<int64_t>(ac.slabCount() * ac.slotsPerSlab());
+  u.free = static_cast<int64_t>(ac.freeSlots());
+  u.canGrow = cache_.allocs_[ac.tier()]->canGrow(ac.pool());
+  return u;
+}
+
+size_t CacheBackground::evictBatch(size_t cls, size_t n) { return cache_.evictFrom(classAt(cls), n, nullptr, true); }
 
 size_t CacheBackground::promoteBatch(size_t n) {
   std::vector<std::string> keys;

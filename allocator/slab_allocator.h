@@ -165,6 +165,8 @@ class SlabAllocator {
   const std::vector<uint32_t>& classSizes() const { return classSizes_; }
   uint32_t poolQuota(uint32_t pool) const { return pools_[pool]->quota; }
   uint32_t poolSlabs(uint32_t pool) const { return pools_[pool]->owned.load(std::memory_order_relaxed); }
+  // The pool may still take an unassigned slab of this tier.
+  bool canGrow(uint32_t pool) const { return poolSlabs(pool) < poolQuota(pool) && slabsUsed() < slabCount(); }
 
   // Smallest class that holds `bytes`, or -1.
   int classFor(size_t bytes) const;

@@ -2,12 +2,22 @@
 
 namespace tiercache {
 
-namespace {
-uint64_t nanosSince(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+void WorkerCounters::recordRun(uint64_t traversals, uint64_t items, std::chrono::steady_clock::time_point start) {
+  const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  runs_.fetch_add(1, std::memory_order_relaxed);
+  traversals_.fetch_add(traversals, std::memory_order_relaxed);
+  items_.fetch_add(items, std::memory_order_relaxed);
+  busyNanos_.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
 }
-}  // namespace
+
+BackgroundWorkerStats WorkerCounters::snapshot() const {
+  BackgroundWorkerStats s;
+  s.runs = runs_.load(std::memory_order_relaxed);
+  s.traversals = traversals_.load(std::memory_order_relaxed);
+  s.items = items_.load(std::memory_order_relaxed);
+  s.busyNanos = busyNanos_.load(std::memory_order_relaxed);
+  return s;
+}
 
 BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id,
                                      size_t threads, std::chrono::milliseconds interval)
@@ -27,20 +37,8 @@ size_t BackgroundEvictor::runOnce() {
     const size_t batch = strategy_->batchFor(target_.usage(c));
     if (batch > 0) done += target_.evictBatch(c, batch);
   }
-  runs_.fetch_add(1, std::memory_order_relaxed);
-  traversals_.fetch_add(visited, std::memory_order_relaxed);
-  items_.fetch_add(done, std::memory_order_relaxed);
-  busyNanos_.fetch_add(nanosSince(t0), std::memory_order_relaxed);
+  counters_.recordRun(visited, done, t0);
   return done;
-}
-
-BackgroundWorkerStats BackgroundEvictor::stats() const {
-  BackgroundWorkerStats s;
-  s.runs = runs_.load(std::memory_order_relaxed);
-  s.traversals = traversals_.load(std::memory_order_relaxed);
-  s.items = items_.load(std::memory_order_relaxed);
-  s.busyNanos = busyNanos_.load(std::memory_order_relaxed);
-  return s;
 }
 
 BackgroundPromoter::BackgroundPromoter(BackgroundTarget& target, size_t maxBatch, std::chrono::milliseconds interval)
@@ -49,19 +47,8 @@ BackgroundPromoter::BackgroundPromoter(BackgroundTarget& target, size_t maxBatch
 size_t BackgroundPromoter::runOnce() {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t done = target_.promoteBatch(maxBatch_);
-  runs_.fetch_add(1, std::memory_order_relaxed);
-  items_.fetch_add(done, std::memory_order_relaxed);
-  busyNanos_.fetch_add(nanosSince(t0), std::memory_order_relaxed);
+  counters_.recordRun(1, done, t0);
   return done;
-}
-
-BackgroundWorkerStats BackgroundPromoter::stats() const {
-  BackgroundWorkerStats s;
-  s.runs = runs_.load(std::memory_order_relaxed);
-  s.traversals = s.runs;
-  s.items = items_.load(std::memory_order_relaxed);
-  s.busyNanos = busyNanos_.load(std::memory_order_relaxed);
-  return s;
 }
 
 }  // namespace tiercache

@@ -43,8 +43,17 @@ struct BackgroundWorkerStats {
   uint64_t traversals = 0;      // classes looked at
   uint64_t items = 0;           // items evicted (or promoted)
   uint64_t busyNanos = 0;       // time spent in runs
-  double avgItemsPerRun() const { return runs ? double(items) / double(runs) : 0.0; }
-  double avgTraversalMicros() const { return traversals ? double(busyNanos) / 1000.0 / double(traversals) : 0.0; }
+};
+
+// The counters every background worker keeps; atomic because stats() reads
+// them from other threads.
+class WorkerCounters {
+ public:
+  void recordRun(uint64_t traversals, uint64_t items, std::chrono::steady_clock::time_point start);
+  BackgroundWorkerStats snapshot() const;
+
+ private:
+  std::atomic<uint64_t> runs_{0}, traversals_{0}, items_{0}, busyNanos_{0};
 };
 
 class BackgroundEvictor {
@@ -54,7 +63,7 @@ class BackgroundEvictor {
   void start() { worker_.start(); }
   void stop() { worker_.stop(); }
   void wake() { worker_.wake(); }
-  BackgroundWorkerStats stats() const;
+  BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   // One pass over this evictor's classes (what the thread runs).
   size_t runOnce();
 
@@ -62,7 +71,7 @@ class BackgroundEvictor {
   BackgroundTarget& target_;
   std::unique_ptr<EvictionStrategy> strategy_;
   const size_t id_, threads_;
-  std::atomic<uint64_t> runs_{0}, traversals_{0}, items_{0}, busyNanos_{0};
+  WorkerCounters counters_;
   PeriodicWorker worker_;  // last: its thread must stop before the rest goes
 };
 
@@ -72,13 +81,13 @@ class BackgroundPromoter {
   void start() { worker_.start(); }
   void stop() { worker_.stop(); }
   void wake() { worker_.wake(); }
-  BackgroundWorkerStats stats() const;
+  BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   size_t runOnce();
 
  private:
   BackgroundTarget& target_;
   const size_t maxBatch_;
-  std::atomic<uint64_t> runs_{0}, items_{0}, busyNanos_{0};
+  WorkerCounters counters_;
   PeriodicWorker worker_;
 };
 
