@@ -155,16 +155,13 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   AllocationClass& ac = a.cls(pool, static_cast<uint32_t>(cid));
   ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
 
-  CompressedRef ref = a.allocateSlot(pool, static_cast<uint32_t>(cid));
-  if (!ref && !config_.demotion.enabled) {
+  CompressedRef ref;
+  if (!config_.demotion.enabled) {
     // Without demotion, lower tiers fill only by falling through to the
     // first one with room (insert to the first free tier).
-    for (size_t t = 1; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, static_cast<uint32_t>(cid));
+    for (size_t t = 0; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, static_cast<uint32_t>(cid));
   }
-  if (!ref) {
-    wakeEvictor(ac);
-    ref = obtainSlot(0, pool, static_cast<uint32_t>(cid), false);
-  }
+  if (!ref) ref = obtainSlot(0, pool, static_cast<uint32_t>(cid), false);
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
@@ -187,11 +184,7 @@ WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
   }
   AllocationClass& ac = a.cls(0, static_cast<uint32_t>(cid));
   ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
-  CompressedRef ref = a.allocateSlot(0, static_cast<uint32_t>(cid));
-  if (!ref) {
-    wakeEvictor(ac);
-    ref = obtainSlot(static_cast<uint32_t>(pt), 0, static_cast<uint32_t>(cid), false);
-  }
+  const CompressedRef ref = obtainSlot(static_cast<uint32_t>(pt), 0, static_cast<uint32_t>(cid), false);
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));

@@ -21,7 +21,7 @@ constexpr size_t kEvictionChunk = 8;
 // Evictions an allocation tries before it fails (every candidate pinned).
 constexpr int kEvictionAttempts = 4;
 // A class that could use another's idle slab checks for one this often.
-constexpr uint64_t kRebalanceCheckEvery = 64;
+constexpr uint32_t kRebalanceCheckMs = 10;
 
 // Claims unpinned items for a move (kMoving) at the cold end of a policy.
 class MoveClaimVisitor final : public EvictionVisitor {
@@ -46,12 +46,14 @@ CompressedRef Cache::obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId, 
   AllocationClass& ac = a.cls(pool, classId);
   CompressedRef ref = a.allocateSlot(pool, classId);
   if (ref) return ref;
-  const uint64_t slow = ac.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  if (!background) wakeEvictor(ac);
+  ac.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled) {
     // A class without a slab cannot evict: it must get one. Otherwise look
-    // for another class's idle slab now and then, not on every miss.
+    // for another class's idle slab now and then (a look locks every class
+    // of the pool), not on every miss.
     const bool starving = ac.slabCount() == 0;
-    if ((starving || slow % kRebalanceCheckEvery == 0) && rebalance(a, pool, classId, !starving)) {
+    if ((starving || ac.rebalanceCheckDue(kRebalanceCheckMs)) && rebalance(a, pool, classId, !starving)) {
       ref = a.allocateSlot(pool, classId);
       if (ref) return ref;
     }

@@ -284,12 +284,16 @@ CompressedRef SlabAllocator::allocateSlot(uint32_t pool, uint32_t classId) {
 
 bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
   Pool& p = *pools_[pool];
+  // Unlocked pre-check: in steady state every allocation that misses its
+  // free list gets here, and the answer is "no" for good.
+  if (p.owned.load(std::memory_order_relaxed) >= p.quota || exhausted_.load(std::memory_order_relaxed)) return false;
   uint32_t slab;
   {
     std::lock_guard<std::mutex> g(slabLock_);
     if (p.owned.load(std::memory_order_relaxed) >= p.quota || freeSlabs_.empty()) return false;
     slab = freeSlabs_.back();
     freeSlabs_.pop_back();
+    if (freeSlabs_.empty()) exhausted_.store(true, std::memory_order_relaxed);
     p.owned.fetch_add(1, std::memory_order_relaxed);
   }
   reassignSlab(slab, pool, classId);
@@ -327,6 +331,7 @@ void SlabAllocator::finishRecovery() {
   for (uint32_t i = slabCount_; i-- > 0;) {
     if (!adopted_[i]) freeSlabs_.push_back(firstSlab_ + i);
   }
+  exhausted_.store(freeSlabs_.empty(), std::memory_order_relaxed);
   adopted_.clear();
 }
 

@@ -109,6 +109,13 @@ class AllocationClass {
 
   uint64_t slabCount() const;
   uint64_t freeSlots() const;  // free list + uncarved
+  // True at most once per intervalMs across all threads: rate-limits the
+  // rebalancer's look for idle slabs from this class's slow path.
+  bool rebalanceCheckDue(uint32_t intervalMs) {
+    const uint32_t now = coarseNowMs();
+    uint32_t last = lastRebalanceCheck_.load(std::memory_order_relaxed);
+    return now - last >= intervalMs && lastRebalanceCheck_.compare_exchange_strong(last, now, std::memory_order_relaxed);
+  }
 
   // Slab release for the rebalancer: under the class lock, takes the slab
   // with the most free slots out of service, claiming (kExclusive) every
@@ -130,6 +137,7 @@ class AllocationClass {
   const uint32_t tier_, pool_, id_, allocSize_, slotsPerSlab_;
   std::unique_ptr<EvictionPolicy> policy_;
   ClassCounters counters_;
+  std::atomic<uint32_t> lastRebalanceCheck_{0};
 
   mutable std::mutex lock_;
   std::vector<uint32_t> slabs_;        // every slab owned
@@ -213,6 +221,7 @@ class SlabAllocator {
 
   mutable std::mutex slabLock_;
   std::vector<uint32_t> freeSlabs_;  // unassigned slabs (ids), handed out from the back
+  std::atomic<bool> exhausted_{false};  // freeSlabs_ is empty (slabs never come back)
   std::vector<bool> adopted_;        // during recovery: slabs taken by adoptSlab
 };
 
