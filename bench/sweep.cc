@@ -141,7 +141,7 @@ std::string sweepGnuplot(SweepKind kind, const std::string& csvPath, const std::
     << "set ylabel 'operations per second (median)'\n"
     << "set y2label 'hit ratio (%)'\n"
     << "set yrange [0:*]\nset y2range [0:100]\nset ytics nomirror\nset y2tics\nset grid\n"
-    << "set key outside bottom center horizontal\n"
+    << "set key outside top center horizontal\n"
     << "set offsets 0.3, 0.3, 0, 0\n"
     << "plot " << quote(csvPath) << " skip 1 using 0:3:xtic(1) with linespoints lw 2 pt 7 title 'ops/s' axes x1y1, \\\n"
     << "     '' skip 1 using 0:4 with linespoints lw 2 pt 5 title 'get/s' axes x1y1, \\\n"
