@@ -231,6 +231,10 @@ AllocationClass& CacheBackground::classAt(size_t cls) const {
 ClassUsage CacheBackground::usage(size_t cls) const {
   const AllocationClass& ac = classAt(cls);
   ClassUsage u;
+  // The last tier of several only drops: keeping it partly empty would cost
+  // hit ratio and buy nothing, since demotions into it evict as they go (in
+  // the background thread when a background evictor is demoting).
+  if (cache_.allocs_.size() > 1 && ac.tier() + 1 == cache_.allocs_.size()) return u;
   u.capacity = static_cast<int64_t>(ac.slabCount() * ac.slotsPerSlab());
   u.free = static_cast<int64_t>(ac.freeSlots());
   u.canGrow = cache_.allocs_[ac.tier()]->canGrow(ac.pool());
