@@ -20,9 +20,14 @@
 #include "tiers/persistent_pmem_tier.h"
 #include "tiers/pmem_file_tier.h"
 #include "tiers/pmemobj_pool.h"
+#include "fs_test_util.h"
 
 namespace tiercache {
 namespace {
+
+using test::TempDir;
+using test::WarningCapture;
+using test::dataFile;
 
 using pmem_layout::PoolHeader;
 using pmem_layout::SlabRecordSlot;
@@ -31,34 +36,6 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kSlab = 1 * kMiB;
 constexpr uint64_t kTierSize = 4 * kMiB;
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& parent) {
-    std::string tmpl = parent + "/tiercache-persistent-test-XXXXXX";
-    if (!mkdtemp(tmpl.data())) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    for (const std::string& e : entries()) ::unlink((path_ + "/" + e).c_str());
-    ::chmod(path_.c_str(), 0700);
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  std::set<std::string> entries() const {
-    std::set<std::string> out;
-    if (DIR* d = ::opendir(path_.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.insert(e->d_name);
-      }
-      ::closedir(d);
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-};
 
 std::string diskParent() {
   const char* t = std::getenv("TMPDIR");
@@ -297,7 +274,7 @@ TEST_P(PersistentTierMedium, SlabGeometryMismatchIsNamed) {
   expectRefused(tierConfig(pool(), 8 * kMiB), fp(7), "pool is truncated, or was made for a smaller tier");
   {
     // A bigger pool opened with a smaller tier: the header tells.
-    TempDir other(GetParam() == "tmpfs" ? std::string("/dev/shm") : diskParent());
+    TempDir other(GetParam() == "tmpfs" ? std::string("/dev/shm") : diskParent(), "tiercache-persistent-test");
     { PersistentPmemTier big(tierConfig(other.file("p"), 16 * kMiB), kSlab, fp(7)); }
     expectRefused(tierConfig(other.file("p")), fp(7), "slab count differs: the pool has 16 slabs, the config 4");
   }
@@ -516,7 +493,7 @@ INSTANTIATE_TEST_SUITE_P(PersistentTierMedia, PersistentTierMedium, ::testing::V
                          [](const auto& info) { return info.param; });
 
 TEST(PersistentTier, RecordAccessIsRangeChecked) {
-  TempDir dir("/dev/shm");
+  TempDir dir("/dev/shm", "tiercache-persistent-test");
   PersistentPmemTier tier(tierConfig(dir.file("p")), kSlab, fp(7));
   EXPECT_THROW(tier.slabRecord(4), TierError);
   EXPECT_THROW(tier.setSlabRecord(4, {64, 0}), TierError);
@@ -532,7 +509,7 @@ TEST(PersistentTier, RecordAccessIsRangeChecked) {
 }
 
 TEST(PersistentTier, BadPathsAndSizesAreRefusedUpFront) {
-  TempDir dir("/dev/shm");
+  TempDir dir("/dev/shm", "tiercache-persistent-test");
   expectRefused(tierConfig(""), fp(7), "needs 'path': the pool file");
   expectRefused(tierConfig(dir.file("missing/p")), fp(7), "directory '" + dir.file("missing") + "' of the pool file does not exist");
   expectRefused(tierConfig(dir.path()), fp(7), "is a directory; a persistent pmem-file tier's 'path' is the pool FILE");
@@ -556,7 +533,7 @@ TEST(PersistentTier, BadPathsAndSizesAreRefusedUpFront) {
 }
 
 TEST(PersistentTier, OpenTierMakesAPersistentTierForPersistentPmemFile) {
-  TempDir dir("/dev/shm");
+  TempDir dir("/dev/shm", "tiercache-persistent-test");
   TierConfig cfg = tierConfig(dir.file("p"), kTierSize + kSlab / 2);  // rounded down to whole slabs
   std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab, fp(7));
   auto* pt = dynamic_cast<PersistentTier*>(t.get());

@@ -22,56 +22,20 @@
 #include "tiers/dram_tier.h"
 #include "tiers/memory_tier.h"
 #include "tiers/pmem_file_tier.h"
+#include "fs_test_util.h"
 
 namespace tiercache {
 namespace {
 
+using test::TempDir;
+using test::WarningCapture;
+using test::dataFile;
+
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kSlab = 4 * kMiB;
 
-std::string dataFile(const std::string& name) { return std::string(TIERCACHE_SOURCE_DIR) + "/tests/data/" + name; }
 
-// A fresh directory under `parent`, removed (with anything left in it) at scope exit.
-class TempDir {
- public:
-  explicit TempDir(const std::string& parent) {
-    std::string tmpl = parent + "/tiercache-tier-test-XXXXXX";
-    if (!mkdtemp(tmpl.data())) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    for (const std::string& e : entries()) ::unlink((path_ + "/" + e).c_str());
-    ::chmod(path_.c_str(), 0700);
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  // Names in the directory, "." and ".." excluded.
-  std::set<std::string> entries() const {
-    std::set<std::string> out;
-    if (DIR* d = ::opendir(path_.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.insert(e->d_name);
-      }
-      ::closedir(d);
-    }
-    return out;
-  }
 
- private:
-  std::string path_;
-};
-
-class WarningCapture {
- public:
-  WarningCapture() {
-    old_ = setWarningSink([this](const std::string& w) { warnings.push_back(w); });
-  }
-  ~WarningCapture() { setWarningSink(std::move(old_)); }
-  std::vector<std::string> warnings;
-
- private:
-  WarningSink old_;
-};
 
 // Expects `f` to throw TierError whose message contains every part.
 template <typename F>
@@ -178,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(TierBackends, TierContract,
 class TierPmemFile : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TierPmemFile, FileIsUnlinkedAndExactlyTheTierSize) {
-  TempDir dir(GetParam());
+  TempDir dir(GetParam(), "tiercache-tier-test");
   PmemFileTier tier("pmem", dir.path(), 20 * kMiB);
   EXPECT_EQ(tier.size(), 20 * kMiB);
   EXPECT_EQ(tier.fileBytes(), 20 * kMiB);
@@ -199,7 +163,7 @@ TEST_P(TierPmemFile, MissingDirectoryIsRefused) {
 }
 
 TEST_P(TierPmemFile, AFileWhereADirectoryBelongsIsRefused) {
-  TempDir dir(GetParam());
+  TempDir dir(GetParam(), "tiercache-tier-test");
   const std::string file = dir.path() + "/plain-file";
   { std::ofstream(file) << "x"; }
   expectTierError([&] { PmemFileTier("pm", file, 16 * kMiB); },
@@ -207,14 +171,14 @@ TEST_P(TierPmemFile, AFileWhereADirectoryBelongsIsRefused) {
 }
 
 TEST_P(TierPmemFile, BelowTheSixteenMiBMinimumIsRefused) {
-  TempDir dir(GetParam());
+  TempDir dir(GetParam(), "tiercache-tier-test");
   expectTierError([&] { PmemFileTier("pm", dir.path(), 16 * kMiB - 4096); },
                   {"tier 'pm': size 16773120 bytes is below the 16 MiB minimum for a PMEM tier"});
   EXPECT_TRUE(dir.entries().empty());
 }
 
 TEST_P(TierPmemFile, NotEnoughSpaceIsRefusedUpFront) {
-  TempDir dir(GetParam());
+  TempDir dir(GetParam(), "tiercache-tier-test");
   struct statvfs vfs {};
   ASSERT_EQ(statvfs(dir.path().c_str(), &vfs), 0);
   const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -235,7 +199,7 @@ TEST(TierPmemFile, UnwritableDirectoryIsRefused) {
   expectTierError([&] { PmemFileTier("pm", "/proc", 16 * kMiB); },
                   {"tier 'pm': directory '/proc' is not writable"});
   if (geteuid() != 0) {
-    TempDir dir("/var/tmp");
+    TempDir dir("/var/tmp", "tiercache-tier-test");
     ASSERT_EQ(chmod(dir.path().c_str(), 0500), 0);
     expectTierError([&] { PmemFileTier("pm", dir.path(), 16 * kMiB); },
                     {"tier 'pm': directory '" + dir.path() + "' is not writable"});

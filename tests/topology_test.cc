@@ -1,6 +1,7 @@
 // Topology: hwloc discovery from saved XML machines and from this machine,
 // and memory binding under each BindPolicy.
 #include "numa/topology.h"
+#include "fs_test_util.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -17,22 +18,13 @@
 namespace tiercache {
 namespace {
 
-std::string dataFile(const std::string& name) { return std::string(TIERCACHE_SOURCE_DIR) + "/tests/data/" + name; }
+using test::TempDir;
+using test::WarningCapture;
+using test::dataFile;
+
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-// Captures logWarning() output for the scope of the object.
-class WarningCapture {
- public:
-  WarningCapture() {
-    old_ = setWarningSink([this](const std::string& w) { warnings.push_back(w); });
-  }
-  ~WarningCapture() { setWarningSink(std::move(old_)); }
-  std::vector<std::string> warnings;
-
- private:
-  WarningSink old_;
-};
 
 // An anonymous mapping that no page of has been touched yet.
 struct Mapping {
