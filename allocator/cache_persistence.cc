@@ -97,7 +97,10 @@ void Cache::recoverPersistentTiers() {
               continue;
             }
           }
-          if (item->checksum != 0 || sizes != 0) {
+          // A zero checksum is a slot that was never committed or was
+          // invalidated: plain free space. A non-zero one that failed the
+          // check (torn, corrupted) or lost to a duplicate key is discarded.
+          if (item->checksum != 0) {
             ++counters_->discardedItems;
             dirty = true;
           }

@@ -91,7 +91,7 @@ struct CacheStats {
   uint64_t rebalanced_slabs = 0;
   // Start-up of persistent tiers.
   uint64_t recovered_items = 0;
-  uint64_t discarded_items = 0;        // torn, uncommitted or duplicate
+  uint64_t discarded_items = 0;        // checksum present but wrong (torn, corrupted), or a duplicate key
   double recovery_seconds = 0;
   uint64_t items = 0;
   // DRAM metadata outside the tiers: index, slab table, classes.

@@ -48,6 +48,54 @@ std::string opLine(const char* name, uint64_t count, uint64_t success, double se
                 pct(success, count));
 }
 
+// Per-tier lines and the background blocks, over the measured phase.
+std::string formatTierBlocks(const WorkloadResult& r) {
+  const CacheStats& a = r.after;
+  const CacheStats& b = r.before;
+  std::string s;
+  if (a.tiers.size() > 1 || a.background_evictor.threads > 0 || a.promoter.threads > 0) {
+    s += "== Tiers ==\n";
+    for (size_t i = 0; i < a.tiers.size(); ++i) {
+      const TierStats& t = a.tiers[i];
+      const TierStats& t0 = i < b.tiers.size() ? b.tiers[i] : TierStats{};
+      const uint64_t gets = a.gets - b.gets;
+      s += sformat("%-8s: hits %s (%.2f%% of gets), evictions %s, background %s, demoted %s, promoted %s\n",
+                   t.name.c_str(), withCommas(t.hits - t0.hits).c_str(), pct(t.hits - t0.hits, gets),
+                   withCommas(t.evictions - t0.evictions).c_str(),
+                   withCommas(t.background_evictions - t0.background_evictions).c_str(),
+                   withCommas(t.demotions - t0.demotions).c_str(), withCommas(t.promotions - t0.promotions).c_str());
+    }
+  }
+  if (a.background_evictor.threads > 0) {
+    WorkerStats w = a.background_evictor;
+    w.runs -= b.background_evictor.runs;
+    w.traversals -= b.background_evictor.traversals;
+    w.items -= b.background_evictor.items;
+    w.busy_nanos -= b.background_evictor.busy_nanos;
+    s += "== Background Evictor ==\n";
+    s += sformat("Threads: %u, runs: %s, classes visited: %s, evicted: %s\n", w.threads, withCommas(w.runs).c_str(),
+                 withCommas(w.traversals).c_str(), withCommas(w.items).c_str());
+    s += sformat("Avg items per run: %.1f, avg time per class visit: %.2f us\n", w.avgItemsPerRun(),
+                 w.avgTraversalMicros());
+  }
+  if (a.promotion_candidates > 0 || a.promoter.threads > 0) {
+    s += "== Promotion ==\n";
+    s += sformat("Candidates: %s, promoted: %s, no room: %s, rate limited: %s, queue full: %s\n",
+                 withCommas(a.promotion_candidates - b.promotion_candidates).c_str(),
+                 withCommas(a.promotions - b.promotions).c_str(),
+                 withCommas(a.promotions_no_room - b.promotions_no_room).c_str(),
+                 withCommas(a.promotions_rate_limited - b.promotions_rate_limited).c_str(),
+                 withCommas(a.promotion_queue_dropped - b.promotion_queue_dropped).c_str());
+  }
+  for (const TierStats& t : a.tiers) {
+    if (!t.persistent) continue;
+    s += "== Persistence ==\n";
+    s += sformat("%s: %s; recovered %s items, discarded %s, in %.3f s\n", t.name.c_str(), t.open_report.c_str(),
+                 withCommas(a.recovered_items).c_str(), withCommas(a.discarded_items).c_str(), a.recovery_seconds);
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string withCommas(uint64_t n) {
@@ -85,6 +133,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += opLine("set", r.ops.sets, r.ops.set_success, r.elapsed_seconds);
   s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
   if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
+  s += formatTierBlocks(r);
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
