@@ -80,7 +80,7 @@ class AccessIndex {
   };
   uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
   SpinLock& lockFor(uint64_t bucket) const { return stripes_[bucket & stripeMask_].lock; }
-  bool durable(CompressedRef ref) const { return persistence_ && table_.slab(ref.slab(table_.slotBits())).persistent; }
+  bool durable(CompressedRef ref) const { return persistence_ && table_.persistent(ref); }
   void commitIfDurable(Item* item, CompressedRef ref) {
     if (durable(ref)) persistence_->commit(item, ref);
   }

@@ -22,13 +22,6 @@ namespace {
 
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
 
-std::vector<PoolSpec> poolSpecs(const CacheConfig& cfg) {
-  std::vector<PoolSpec> specs;
-  for (const PoolConfig& p : cfg.pools) specs.push_back({p.name, p.share});
-  if (specs.empty()) specs.push_back({"default", 1.0});
-  return specs;
-}
-
 }  // namespace
 
 Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hooks_(hooks) {
@@ -46,16 +39,14 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
     request.slab_size = config_.slab_size;
     request.pmem_dir = config_.pmem_dir;
     config_.tiers = planTiers(request, Topology::system()).configs();
+    // Planned sizes count now: the 32-bit reference budget is checked again.
+    config_.validate();
   }
   if (!hooks_.hash) hooks_.hash = &defaultHash;
   const uint64_t slabSize = config_.slab_size;
-
   const AllocationConfig& ac = config_.allocation;
-  const uint32_t maxItem = static_cast<uint32_t>(std::min<uint64_t>(
-      {ac.max_size ? uint64_t{ac.max_size} : slabSize, slabSize, uint64_t{Item::kMaxValueSize}}));
-  const std::vector<uint32_t> sizes = makeClassSizes(ac.min_size, maxItem, ac.growth_factor, ac.sizes);
-  // Slot numbers must hold slabSize / smallest class.
-  const uint32_t slotBits = static_cast<uint32_t>(std::bit_width(slabSize / sizes.front() - 1));
+  const std::vector<uint32_t> sizes =
+      makeClassSizes(ac.min_size, config_.maxAllocSize(), ac.growth_factor, ac.sizes);
 
   uint64_t totalSlabs = 0;
   for (const TierConfig& t : config_.tiers) {
@@ -65,21 +56,16 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
     tiers_.push_back(openTier(t, slabSize, popts));
     totalSlabs += tiers_.back()->size() / slabSize;
   }
-  if (slotBits >= 32 || totalSlabs >= (uint64_t{1} << (32 - slotBits))) {
-    throw ConfigError("slab_size", "the tiers hold " + std::to_string(totalSlabs) + " slabs, more than a 32-bit item "
-                                   "reference can address with " + std::to_string(slotBits) +
-                                   " slot bits; raise slab_size or allocation.min_size");
-  }
-  table_ = std::make_unique<SlabTable>(slabSize, slotBits, static_cast<uint32_t>(totalSlabs));
+  // validate() guaranteed that these slabs fit a 32-bit reference.
+  table_ = std::make_unique<SlabTable>(slabSize, config_.slotBits(), static_cast<uint32_t>(totalSlabs));
 
   EvictionPolicyOptions policy;
   policy.kind = config_.eviction.policy == EvictionPolicyKind::kClock ? "clock" : "lru";
   policy.lruInsertionPoint = config_.eviction.lru_insertion_point;
   policy.lruRefreshMs = config_.eviction.lru_refresh_ms;
-  const std::vector<PoolSpec> pools = poolSpecs(config_);
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
-    allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, pools, sizes, policy));
+    allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, config_.pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
   persistence_ = std::make_unique<CachePersistence>(*this);
@@ -106,9 +92,8 @@ size_t Cache::poolCount() const { return allocs_.front()->poolCount(); }
 size_t Cache::tierCount() const { return tiers_.size(); }
 
 PoolId Cache::poolId(std::string_view name) const {
-  const std::vector<PoolSpec> pools = poolSpecs(config_);
-  for (size_t i = 0; i < pools.size(); ++i) {
-    if (pools[i].name == name) return static_cast<PoolId>(i);
+  for (size_t i = 0; i < config_.pools.size(); ++i) {
+    if (config_.pools[i].name == name) return static_cast<PoolId>(i);
   }
   throw std::out_of_range("no pool named '" + std::string(name) + "'");
 }
@@ -124,7 +109,6 @@ ReadHandle Cache::find(std::string_view key) {
   Item* item = nullptr;
   const CompressedRef ref = index_->acquire(key, hashKey(key), item);
   if (!ref) return {};
-  counters_->hits.add();
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
@@ -142,49 +126,36 @@ WriteHandle Cache::allocate(std::string_view key, size_t valueSize) { return all
 
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
+  return allocateIn(0, pool, key, valueSize);
+}
+
+WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
+  const int pt = firstPersistentTier();
+  return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize);
+}
+
+WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize) {
   if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
     counters_->allocTooLarge.add();
     return {};
   }
-  SlabAllocator& a = *allocs_.front();
-  const int cid = a.classFor(Item::totalSize(key.size(), valueSize));
-  if (cid < 0) {
+  SlabAllocator& a = *allocs_[tier];
+  const int found = a.classFor(Item::totalSize(key.size(), valueSize));
+  if (found < 0) {
     counters_->allocTooLarge.add();
     return {};
   }
-  AllocationClass& ac = a.cls(pool, static_cast<uint32_t>(cid));
+  const uint32_t cid = static_cast<uint32_t>(found);
+  AllocationClass& ac = a.cls(pool, cid);
   ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
 
   CompressedRef ref;
   if (!config_.demotion.enabled) {
     // Without demotion, lower tiers fill only by falling through to the
     // first one with room (insert to the first free tier).
-    for (size_t t = 0; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, static_cast<uint32_t>(cid));
+    for (size_t t = tier; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, cid);
   }
-  if (!ref) ref = obtainSlot(0, pool, static_cast<uint32_t>(cid), false);
-  if (!ref) return {};
-  Item* item = table_->item(ref);
-  item->init(key, static_cast<uint32_t>(valueSize));
-  ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
-  return WriteHandle(this, item, ref);
-}
-
-WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
-  const int pt = firstPersistentTier();
-  if (pt < 0) return allocate(key, valueSize);
-  if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
-    counters_->allocTooLarge.add();
-    return {};
-  }
-  SlabAllocator& a = *allocs_[pt];
-  const int cid = a.classFor(Item::totalSize(key.size(), valueSize));
-  if (cid < 0) {
-    counters_->allocTooLarge.add();
-    return {};
-  }
-  AllocationClass& ac = a.cls(0, static_cast<uint32_t>(cid));
-  ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
-  const CompressedRef ref = obtainSlot(static_cast<uint32_t>(pt), 0, static_cast<uint32_t>(cid), false);
+  if (!ref) ref = obtainSlot(tier, pool, cid, false);
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
@@ -220,7 +191,7 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();
-  if (table_->slab(ref.slab(table_->slotBits())).persistent) persistence_->persistPayload(item, ref);
+  if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   bool ownedOld = false;
   const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
   table_->owner(ref)->policy().add(ref.raw());
@@ -265,7 +236,7 @@ CacheStats Cache::stats() const {
   CacheStats s;
   const CacheCounters& c = *counters_;
   s.gets = c.gets.load();
-  s.hits = c.hits.load();
+  for (const auto& h : c.tierHits) s.hits += h->load();  // every hit counts in exactly one tier
   s.sets = c.sets.load();
   s.set_failures = c.setFailures.load();
   s.inserts = c.inserts.load();
@@ -277,11 +248,10 @@ CacheStats Cache::stats() const {
   s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(index_->bucketCount()) - 1);
   s.metadata_bytes = index_->metadataBytes() + table_->metadataBytes();
 
-  const std::vector<PoolSpec> pools = poolSpecs(config_);
-  for (uint32_t p = 0; p < pools.size(); ++p) {
+  for (uint32_t p = 0; p < config_.pools.size(); ++p) {
     PoolStats ps;
     ps.pool = p;
-    ps.name = pools[p].name;
+    ps.name = config_.pools[p].name;
     for (const auto& a : allocs_) {
       ps.slab_quota += a->poolQuota(p);
       ps.slabs += a->poolSlabs(p);

@@ -95,6 +95,8 @@ class Cache {
   void release(Item* item, CompressedRef ref);
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
+  // A new item in (tier, pool): the class that fits, then obtainSlot.
+  WriteHandle allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize);
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);

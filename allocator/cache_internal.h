@@ -17,7 +17,7 @@
 namespace tiercache {
 
 struct CacheCounters {
-  ShardedCounter gets, hits, sets, setFailures, inserts, replaces, removes, allocTooLarge;
+  ShardedCounter gets, sets, setFailures, inserts, replaces, removes, allocTooLarge;
   std::atomic<uint64_t> rebalancedSlabs{0};
   std::vector<std::unique_ptr<ShardedCounter>> tierHits;
   uint64_t recoveredItems = 0, discardedItems = 0;  // written once, before any other thread

@@ -105,7 +105,7 @@ bool Cache::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
   copy->init(src->key(), src->valueSize());
   std::memcpy(copy->valueData(), src->valueData(), src->valueSize());
   // Payload durable before replaceExact commits it (persistent tiers only).
-  if (table_->slab(dst.slab(table_->slotBits())).persistent) persistence_->persistPayload(copy, dst);
+  if (table_->persistent(dst)) persistence_->persistPayload(copy, dst);
   const bool swapped = index_->replaceExact(srcRef, dst, copy, hashKey(src->key()));
   if (swapped) {
     table_->owner(dst)->policy().add(dst.raw());
@@ -119,7 +119,7 @@ bool Cache::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
 void Cache::noteLowerTierHit(Item* item, CompressedRef ref) {
   // Under durable_sets an item stays in its persistent tier: moving it up
   // would take the only durable copy away (DRAM copies are not built yet).
-  if (config_.persistence.durable_sets && table_->slab(ref.slab(table_->slotBits())).persistent) return;
+  if (config_.persistence.durable_sets && table_->persistent(ref)) return;
   if (item->addLowerTierHit() != config_.promotion.hits) return;
   counters_->promotionCandidates.fetch_add(1, std::memory_order_relaxed);
   if (!config_.promotion.background) {

@@ -235,7 +235,7 @@ std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double 
 }
 
 SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
-                             const std::vector<PoolSpec>& pools, const std::vector<uint32_t>& classSizes,
+                             const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                              const EvictionPolicyOptions& policy)
     : tierIndex_(tierIndex),
       tier_(tier),

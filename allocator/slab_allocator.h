@@ -23,6 +23,7 @@
 
 #include "../eviction/eviction_policy.h"
 #include "../tiers/memory_tier.h"
+#include "cache_config.h"
 #include "compressed_ref.h"
 #include "item.h"
 
@@ -57,6 +58,7 @@ class SlabTable final : public HookResolver {
     return slabs_[ref.slab(slotBits_)].owner.load(std::memory_order_relaxed);
   }
   uint32_t tierOf(CompressedRef ref) const { return slabs_[ref.slab(slotBits_)].tier; }
+  bool persistent(CompressedRef ref) const { return slabs_[ref.slab(slotBits_)].persistent; }
   CompressedRef makeRef(uint32_t slab, uint32_t slot) const { return CompressedRef::make(slab, slot, slotBits_); }
 
   EvictionHook& hook(uint32_t ref) const override { return item(CompressedRef(ref))->hook; }
@@ -151,16 +153,11 @@ class AllocationClass {
 std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
                                      const std::vector<uint32_t>& explicitSizes);
 
-struct PoolSpec {
-  std::string name;
-  double share = 1.0;
-};
-
 class SlabAllocator {
  public:
   // Serves slabs [firstSlab, firstSlab + tier.size()/slabSize) of `table`.
   SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
-                const std::vector<PoolSpec>& pools, const std::vector<uint32_t>& classSizes,
+                const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                 const EvictionPolicyOptions& policy);
 
   uint32_t tierIndex() const { return tierIndex_; }
