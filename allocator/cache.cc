@@ -164,10 +164,9 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
 }
 
 bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
-  const int donorId = a.pickDonor(pool, classId);
+  const int donorId = a.pickDonor(pool, classId, idleOnly);
   if (donorId < 0) return false;
   AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
-  if (idleOnly && donor.freeSlots() * donor.allocSize() < table_->slabSize()) return false;
   std::vector<CompressedRef> claimed;
   const uint32_t slab = donor.releaseSlab(claimed);
   for (CompressedRef ref : claimed) {

@@ -335,7 +335,7 @@ void SlabAllocator::finishRecovery() {
   adopted_.clear();
 }
 
-int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver) const {
+int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver, bool idleOnly) const {
   const Pool& p = *pools_[pool];
   const uint64_t slabSize = table_.slabSize();
   int best = -1;
@@ -357,7 +357,7 @@ int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver) const {
       biggestSlabs = slabs;
     }
   }
-  return best >= 0 ? best : biggest;
+  return best >= 0 || idleOnly ? best : biggest;
 }
 
 void SlabAllocator::check(std::string& out, uint64_t& liveItems) const {

@@ -192,9 +192,10 @@ class SlabAllocator {
   uint32_t firstSlab() const { return firstSlab_; }
 
   // Free-slots strategy: the class of `pool` other than `receiver` whose free
-  // slots add up to the most bytes, if at least one slab's worth; else the
-  // class with the most slabs (more than one). -1 when none qualifies.
-  int pickDonor(uint32_t pool, uint32_t receiver) const;
+  // slots add up to the most bytes, if at least one slab's worth; else
+  // (unless idleOnly) the class with the most slabs (more than one). -1 when
+  // none qualifies.
+  int pickDonor(uint32_t pool, uint32_t receiver, bool idleOnly) const;
 
   void check(std::string& out, uint64_t& liveItems) const;
 

@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   std::string dir = "/dev/shm", sizesArg = "256MiB,1GiB,4GiB";
-  uint64_t size = 1ull << 30, ops = 500000;
+  uint64_t size = 1ull << 30, ops = 500000;  // sets' default; tiers uses 2M unless --ops
+  bool opsGiven = false;
   int threads = 2, rounds = 3;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -224,7 +225,7 @@ int main(int argc, char** argv) {
     else if (k == "--sizes") sizesArg = v;
     else if (k == "--size") size = parseBytes(v);
     else if (k == "--threads") threads = std::stoi(v);
-    else if (k == "--ops") ops = std::stoull(v);
+    else if (k == "--ops") ops = std::stoull(v), opsGiven = true;
     else if (k == "--rounds") rounds = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
@@ -244,7 +245,7 @@ int main(int argc, char** argv) {
       return recovery(sizes, dir);
     }
     if (mode == "sets") return sets(size, threads, ops, dir, rounds);
-    if (mode == "tiers") return tiersMode(ops == 500000 ? 2000000 : ops, dir);
+    if (mode == "tiers") return tiersMode(opsGiven ? ops : 2000000, dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tiercache-tier-bench: %s\n", e.what());
     return 1;
