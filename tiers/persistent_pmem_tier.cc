@@ -1,5 +1,6 @@
 #include "persistent_pmem_tier.h"
 
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "pmem_file_tier.h"
 
 namespace tiercache {
 
@@ -77,17 +80,7 @@ std::string parentDir(const std::string& path) {
 
 std::string fsTypeName(const std::string& dir) {
   struct statfs sfs {};
-  if (::statfs(dir.c_str(), &sfs) != 0) return "unknown fs";
-  switch (static_cast<unsigned long>(sfs.f_type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794c7630: return "overlay";
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fs 0x%lx", static_cast<unsigned long>(sfs.f_type));
-  return buf;
+  return ::statfs(dir.c_str(), &sfs) == 0 ? fileSystemName(sfs.f_type) : "unknown fs";
 }
 
 // PMDK's pool header starts with this 8-byte signature; a file without it is

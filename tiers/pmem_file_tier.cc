@@ -21,19 +21,6 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
-std::string fsTypeName(long magic) {
-  switch (static_cast<unsigned long>(magic)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794c7630: return "overlay";
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fs 0x%lx", static_cast<unsigned long>(magic));
-  return buf;
-}
-
 // An unlinked file in `dir`: O_TMPFILE where the file system has it,
 // else mkstemp + unlink. Returns the fd or -1 with errno set.
 int createUnlinked(const std::string& dir) {
@@ -48,6 +35,19 @@ int createUnlinked(const std::string& dir) {
 }
 
 }  // namespace
+
+std::string fileSystemName(long magic) {
+  switch (static_cast<unsigned long>(magic)) {
+    case 0x01021994: return "tmpfs";
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x794c7630: return "overlay";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fs 0x%lx", static_cast<unsigned long>(magic));
+  return buf;
+}
 
 PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t size)
     : name_(std::move(name)), directory_(std::move(directory)), size_(size) {
@@ -97,7 +97,7 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
     fail("posix_fallocate of " + mib(size_) + " in '" + directory_ + "' failed: " + std::strerror(rc));
   }
   struct statfs sfs {};
-  fsType_ = ::fstatfs(fd_, &sfs) == 0 ? fsTypeName(sfs.f_type) : "unknown fs";
+  fsType_ = ::fstatfs(fd_, &sfs) == 0 ? fileSystemName(sfs.f_type) : "unknown fs";
   void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) fail("mmap of " + mib(size_) + " from '" + directory_ + "' failed: " + std::strerror(errno));
   base_ = static_cast<std::byte*>(p);
