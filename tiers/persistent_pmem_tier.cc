@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "pmem_file_tier.h"
+#include "file_system.h"
 
 namespace tiercache {
 

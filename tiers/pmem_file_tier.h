@@ -57,7 +57,4 @@ class PmemFileTier final : public MemoryTier {
   std::string fsType_;
 };
 
-// "tmpfs", "ext4", "xfs", ... for a statfs f_type, for messages and describe().
-std::string fileSystemName(long magic);
-
 }  // namespace tiercache
