@@ -190,6 +190,7 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();
+  item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   bool ownedOld = false;
   const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);

@@ -12,6 +12,7 @@
 // Item::kExclusive).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -133,6 +134,8 @@ class Cache {
 
   CacheConfig config_;
   CacheHooks hooks_;
+  // Next item sequence number (CAS token, commit order); never 0.
+  std::atomic<uint64_t> nextSeq_{1};
   std::vector<std::unique_ptr<MemoryTier>> tiers_;
   std::unique_ptr<SlabTable> table_;
   std::vector<std::unique_ptr<SlabAllocator>> allocs_;

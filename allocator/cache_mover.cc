@@ -103,6 +103,7 @@ size_t Cache::evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, boo
 bool Cache::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
   Item* copy = table_->item(dst);
   copy->init(src->key(), src->valueSize());
+  copy->copyMetaFrom(*src);
   std::memcpy(copy->valueData(), src->valueData(), src->valueSize());
   // Payload durable before replaceExact commits it (persistent tiers only).
   if (table_->persistent(dst)) persistence_->persistPayload(copy, dst);

@@ -1,5 +1,6 @@
 // Persistent tiers: the item commit protocol, recovery at start-up and the
 // clean shutdown. See docs/persistence.md.
+#include <cstddef>
 #include <chrono>
 #include <cstring>
 
@@ -18,6 +19,8 @@ uint32_t itemChecksum(const Item* item) {
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
   XXH3_64bits_update(&st, &item->sizes, sizeof item->sizes);
+  // expiry, flags and seq: the header words after the checksum.
+  XXH3_64bits_update(&st, &item->expiry, sizeof(Item) - offsetof(Item, expiry));
   XXH3_64bits_update(&st, item->keyData(), item->keySize() + item->valueSize());
   const uint32_t sum = static_cast<uint32_t>(XXH3_64bits_digest(&st));
   return sum ? sum : 1;
@@ -92,6 +95,10 @@ void Cache::recoverPersistentTiers() {
             item->state.store(0, std::memory_order_relaxed);
             item->hook.meta.store(0, std::memory_order_relaxed);
             if (index_->insertRecovered(ref, item, hashKey(item->key()))) {
+              // New sequence numbers stay above every recovered one.
+              if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
+                nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
+              }
               ac.policy().add(ref.raw());
               ++counters_->recoveredItems;
               continue;

@@ -1,16 +1,29 @@
 // Item: the header in front of every cached key and value, inside a slab.
 //
-// Layout (28 bytes, 4-byte aligned; slots are 8-byte aligned):
+// Layout (44 bytes, 4-byte aligned; slots are 8-byte aligned):
 //   0  state     atomic u32: refcount (20 bits) | kAccessible | kExclusive | kFreeSlot | kMoving
 //                | lower-tier hits (3 bits, for promotion)
 //   4  hashNext  raw CompressedRef, next item in the index bucket (stripe lock)
 //   8  hook      EvictionHook: prev, next, meta (12 bytes, owned by the policy)
 //  20  sizes     key length (8 bits) | value length (24 bits)
-//  24  checksum  reserved for the persistent tier (0 in volatile tiers)
-//  28  key bytes, then value bytes
+//  24  checksum  commit mark of the persistent tier (0 in volatile tiers)
+//  28  expiry    deadline in seconds on the cache's expiry clock; 0 = never
+//  32  flags     32-bit client flags (memcached's), opaque to the cache
+//  36  seq       64-bit sequence number, stored as two u32 halves so the
+//                header keeps 4-byte alignment: given when the item is
+//                published (never 0), kept across moves between tiers. It is
+//                the CAS token and, in a persistent tier, the commit order
+//                that decides between two committed copies of one key.
+//  44  key bytes, then value bytes
 //
-// Metadata per item = 28 (this header, policy hooks included) + the index's
-// 4-byte bucket slot per item at load factor 1: 32 bytes.
+// Every field from `sizes` on is written before the item is published and
+// never changes while it is (moves copy it whole), so a pinned reader may
+// read them without synchronisation.
+//
+// Metadata per item = 44 (this header, policy hooks included) + the index's
+// 4-byte bucket slot per item at load factor 1: 48 bytes. The 16 bytes over
+// the first layout's 28 buy TTLs, client flags and a CAS token / commit
+// order that a client cannot forge (memcached's item header is 48-56 bytes).
 //
 // State machine (every transition is one CAS on `state`, so exactly one
 // thread ever wins the right to free an item):
@@ -56,6 +69,10 @@ class Item {
   EvictionHook hook;
   uint32_t sizes;
   uint32_t checksum;
+  uint32_t expiry;
+  uint32_t flags;
+  uint32_t seqLo;
+  uint32_t seqHi;
 
   // Prepares a slot owned by the caller as a new item with one reference.
   void init(std::string_view key, uint32_t valueSize) {
@@ -64,8 +81,24 @@ class Item {
     hook.meta.store(0, std::memory_order_relaxed);
     sizes = static_cast<uint32_t>(key.size()) | (valueSize << 8);
     checksum = 0;
+    expiry = 0;
+    flags = 0;
+    setSeq(0);
     std::memcpy(keyData(), key.data(), key.size());
     state.store(1, std::memory_order_release);
+  }
+
+  uint64_t seq() const { return (static_cast<uint64_t>(seqHi) << 32) | seqLo; }
+  void setSeq(uint64_t s) {
+    seqLo = static_cast<uint32_t>(s);
+    seqHi = static_cast<uint32_t>(s >> 32);
+  }
+  // Copies what a move between tiers keeps: expiry, flags and sequence.
+  void copyMetaFrom(const Item& src) {
+    expiry = src.expiry;
+    flags = src.flags;
+    seqLo = src.seqLo;
+    seqHi = src.seqHi;
   }
 
   uint32_t keySize() const { return sizes & 0xFF; }
@@ -159,7 +192,7 @@ class Item {
   void clearLowerTierHits() { state.fetch_and(~kHitMask, std::memory_order_relaxed); }
 };
 
-static_assert(sizeof(Item) == 28, "item header budget is 28 bytes");
+static_assert(sizeof(Item) == 44, "item header budget is 44 bytes");
 static_assert(alignof(Item) == 4);
 static_assert(Item::kMaxKeySize <= 0xFF, "key length has 8 bits");
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

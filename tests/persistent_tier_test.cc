@@ -292,7 +292,7 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   // The tier's offset is where the signature really is in the file.
   const std::string file = readFile(pool(), 0, fileSize(pool()));
   EXPECT_EQ(file.find("TIERCACHE"), m.header);
-  EXPECT_EQ(m.hdr.version, 1u);
+  EXPECT_EQ(m.hdr.version, pmem_layout::kLayoutVersion);
   EXPECT_EQ(m.hdr.slabCount, 4u);
   EXPECT_EQ(m.hdr.clean, pmem_layout::kClean);
   EXPECT_EQ(m.hdr.checksum, pmem_layout::headerChecksum(m.hdr));
@@ -305,7 +305,7 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   };
   const std::vector<Case> cases = {
       {"signature", offsetof(PoolHeader, signature), {'X'}, "not a tiercache pool: no TIERCACHE signature"},
-      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (1)"},
+      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (2)"},
       {"header size", offsetof(PoolHeader, headerSize), {1}, "header is corrupted: header size 1"},
       {"slab size", offsetof(PoolHeader, slabSize) + 2, {0x55}, "header is corrupted: checksum mismatch"},
       {"fingerprint", offsetof(PoolHeader, fingerprint), {0xEE}, "header is corrupted: checksum mismatch"},

@@ -352,7 +352,7 @@ std::string PersistentPmemTier::validate() {
            std::to_string(pmem_layout::kLayoutVersion) + ")";
   }
   if (h.headerSize != sizeof(PoolHeader)) {
-    return "header is corrupted: header size " + std::to_string(h.headerSize) + ", version 1 has " +
+    return "header is corrupted: header size " + std::to_string(h.headerSize) + ", this version has " +
            std::to_string(sizeof(PoolHeader));
   }
   if (h.checksum != pmem_layout::headerChecksum(h)) return "header is corrupted: checksum mismatch";

@@ -46,7 +46,7 @@ namespace pmem_layout {
 
 inline constexpr char kPoolLayoutName[] = "tiercache";  // libpmemobj's layout string
 inline constexpr char kSignature[16] = "TIERCACHE";
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;  // 2: 44-byte item header (expiry, flags, seq)
 inline constexpr uint64_t kRecordsTypeNum = 1;
 inline constexpr uint64_t kSlabAreaTypeNum = 2;
 inline constexpr uint64_t kClean = 1;
@@ -64,7 +64,7 @@ struct PoolHeader {
   uint64_t recordsBytes;    // slabCount * sizeof(SlabRecordSlot)
   uint64_t slabAreaObject;  // offset of the allocation holding the slab area
   uint64_t slabAreaOffset;  // offset of the slab area itself (aligned)
-  uint64_t reserved[7];     // zero in version 1
+  uint64_t reserved[7];     // zero
   uint64_t checksum;        // headerChecksum(): everything above
   uint64_t clean;           // kClean or kDirty; persisted on its own
 };
