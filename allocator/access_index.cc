@@ -60,10 +60,12 @@ CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
     if (keyEquals(it, key)) {
-      // Old out before new in: a crash in between loses the key, never
-      // leaves two committed items for it.
-      invalidateIfDurable(it, cur);
+      // New in before old out: a crash in between leaves both committed,
+      // and recovery keeps the higher sequence number; the key is never
+      // left without a committed copy.
       commitIfDurable(item, ref);
+      if (persistence_) persistence_->replaceCommitted();
+      invalidateIfDurable(it, cur);
       item->hashNext = it->hashNext;
       *link = ref.raw();
       ownedOld = it->unpublish();
@@ -77,19 +79,29 @@ CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64
   return CompressedRef();
 }
 
-bool AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) {
+CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) {
   const std::string_view key = item->key();
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
-    const Item* it = table_.item(CompressedRef(r));
-    if (keyEquals(it, key)) return false;
-    r = it->hashNext;
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    const CompressedRef cur(*link);
+    Item* it = table_.item(cur);
+    if (keyEquals(it, key)) {
+      // Two committed copies (a crash inside a replace or a move): the
+      // commit order decides, never the order of the scan.
+      if (item->seq() <= it->seq()) return ref;
+      item->state.fetch_or(Item::kAccessible, std::memory_order_release);
+      item->hashNext = it->hashNext;
+      *link = ref.raw();
+      it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      return cur;
+    }
+    link = &it->hashNext;
   }
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   item->hashNext = buckets_[b];
   buckets_[b] = ref.raw();
-  return true;
+  return CompressedRef();
 }
 
 CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned) {
@@ -132,8 +144,10 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(*link));
     if (*link == oldRef.raw()) {
-      invalidateIfDurable(it, oldRef);
+      // Copy in before original out (both carry the same sequence number):
+      // a crash in between keeps one of two identical copies.
       commitIfDurable(newItem, newRef);
+      invalidateIfDurable(it, oldRef);
       newItem->hashNext = it->hashNext;
       newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
       *link = newRef.raw();

@@ -27,12 +27,18 @@ namespace tiercache {
 
 // What publishing and unpublishing an item of a persistent tier must make
 // durable. Called under the stripe lock, so the durable state of a key
-// changes in the same order as the index: a crash never leaves a
-// replaced or removed item committed, and never two items of one key.
+// changes in the same order as the index. A replace commits the new copy
+// before it invalidates the old one: a crash in between leaves two
+// committed copies of the key, which recovery resolves by their sequence
+// numbers (the higher wins), and never none. A removed item is never left
+// committed.
 class ItemPersistence {
  public:
   virtual void commit(Item* item, CompressedRef ref) = 0;      // payload already persisted
   virtual void invalidate(Item* item, CompressedRef ref) = 0;
+  // Fault seam for crash tests: called by a replacing publish after the new
+  // copy is committed and before the old one is invalidated.
+  virtual void replaceCommitted() {}
 
  protected:
   ~ItemPersistence() = default;
@@ -48,9 +54,12 @@ class AccessIndex {
   AccessIndex(const AccessIndex&) = delete;
   AccessIndex& operator=(const AccessIndex&) = delete;
 
-  // Start-up of a persistent tier: links an item found committed. Returns
-  // false (and links nothing) if its key is already linked.
-  bool insertRecovered(CompressedRef ref, Item* item, uint64_t hash);
+  // Start-up of a persistent tier: links an item found committed. If its key
+  // is already linked, the copy with the higher sequence number stays
+  // linked (the one linked first on a tie) and the other is returned,
+  // unlinked and unpublished: null when there was no duplicate, `ref`
+  // when the new item lost, else the earlier item it displaced.
+  CompressedRef insertRecovered(CompressedRef ref, Item* item, uint64_t hash);
 
   // Finds key and pins it (Item::tryAcquire). Null ref when absent or
   // when the item is being evicted.

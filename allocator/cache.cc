@@ -131,10 +131,11 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
   const int pt = firstPersistentTier();
-  return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize);
+  return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize, pt >= 0);
 }
 
-WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize) {
+WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize,
+                              bool persistentOnly) {
   if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
     counters_->allocTooLarge.add();
     return {};
@@ -153,7 +154,11 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   if (!config_.demotion.enabled) {
     // Without demotion, lower tiers fill only by falling through to the
     // first one with room (insert to the first free tier).
-    for (size_t t = tier; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, cid);
+    // A durable set falls through to persistent tiers only: a volatile slot
+    // would lose an acknowledged set to a crash.
+    for (size_t t = tier; !ref && t < allocs_.size(); ++t) {
+      if (!persistentOnly || tiers_[t]->persistent()) ref = allocs_[t]->allocateSlot(pool, cid);
+    }
   }
   if (!ref) ref = obtainSlot(tier, pool, cid, false);
   if (!ref) return {};

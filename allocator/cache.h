@@ -42,8 +42,18 @@ using PoolId = uint16_t;
 // every key to one bucket, to prove that keys are compared in full).
 using KeyHashFn = uint64_t (*)(std::string_view key);
 
+// Points of the persistent commit protocol where a crash test stops the
+// process (fault injection; see CacheHooks::faultSeam).
+enum class FaultPoint : uint8_t {
+  kReplaceNewCommitted,  // a replacing publish: new copy committed, old one not yet invalidated
+};
+
 struct CacheHooks {
   KeyHashFn hash = nullptr;  // nullptr: XXH3
+  // Test seam for crash tests, nullptr in production: called at each
+  // FaultPoint of a persistent tier's commit protocol (under an index lock;
+  // the crash test raises SIGKILL there).
+  void (*faultSeam)(FaultPoint) = nullptr;
 };
 
 class Cache {
@@ -97,7 +107,9 @@ class Cache {
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.
-  WriteHandle allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize);
+  // persistentOnly (durable sets): never in a volatile tier.
+  WriteHandle allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize,
+                         bool persistentOnly = false);
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);

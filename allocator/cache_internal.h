@@ -77,18 +77,25 @@ class RateLimiter {
 // checksum written and persisted here, under the index stripe lock.
 class CachePersistence final : public ItemPersistence {
  public:
-  explicit CachePersistence(Cache& cache) : cache_(cache) {}
+  // After the tiers are open: reads each persistent tier's commit key.
+  explicit CachePersistence(Cache& cache);
   void commit(Item* item, CompressedRef ref) override;
   void invalidate(Item* item, CompressedRef ref) override;
+  void replaceCommitted() override;
   // Persists header, key and value of an item about to be published.
   void persistPayload(const Item* item, CompressedRef ref) const;
+  // The checksum that marks the item committed at ref: keyed with its
+  // tier's commit key and bound to its position in the tier.
+  uint32_t checksumAt(const Item* item, CompressedRef ref) const;
 
  private:
   Cache& cache_;
+  std::vector<uint64_t> commitKeys_;  // per tier; 0 for volatile tiers
 };
 
-// Checksum of an item's sizes, key and value; never 0 (0 means "not committed").
-uint32_t itemChecksum(const Item* item);
+// Checksum of an item's sizes, metadata (expiry, flags, seq), key and
+// value, seeded with `seed`; never 0 (0 means "not committed").
+uint32_t itemChecksum(const Item* item, uint64_t seed);
 
 // The cache as the background workers see it.
 class CacheBackground final : public BackgroundTarget {

@@ -136,6 +136,12 @@ void Cache::noteLowerTierHit(Item* item, CompressedRef ref) {
 bool Cache::promote(Item* item, CompressedRef ref) {
   const uint32_t tier = table_->tierOf(ref);
   if (tier == 0) return false;
+  // Checked again at move time, not only when the key was queued: the key
+  // may have been set durably since, into the persistent tier.
+  if (config_.persistence.durable_sets && table_->persistent(ref)) {
+    item->clearLowerTierHits();
+    return false;
+  }
   AllocationClass& src = *table_->owner(ref);
   SlabAllocator& upper = *allocs_[tier - 1];
   AllocationClass& up = upper.cls(src.pool(), src.id());

@@ -12,18 +12,38 @@
 #include "cache_internal.h"
 #include "item.h"
 #include "slab_allocator.h"
+#include "../tiers/memory_tier.h"
 
 namespace tiercache {
 
-uint32_t itemChecksum(const Item* item) {
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, &item->sizes, sizeof item->sizes);
-  // expiry, flags and seq: the header words after the checksum.
-  XXH3_64bits_update(&st, &item->expiry, sizeof(Item) - offsetof(Item, expiry));
-  XXH3_64bits_update(&st, item->keyData(), item->keySize() + item->valueSize());
-  const uint32_t sum = static_cast<uint32_t>(XXH3_64bits_digest(&st));
+uint32_t itemChecksum(const Item* item, uint64_t seed) {
+  // One pass over expiry, flags, seq, key and value (contiguous from
+  // `expiry` on); the sizes word is bound through the seed.
+  static_assert(offsetof(Item, expiry) + 16 == sizeof(Item), "expiry, flags, seq end the header");
+  const size_t len = 16 + item->keySize() + item->valueSize();
+  const uint64_t h = XXH3_64bits_withSeed(&item->expiry, len, seed ^ (uint64_t{item->sizes} * 0xC2B2AE3D27D4EB4Full));
+  const uint32_t sum = static_cast<uint32_t>(h);
   return sum ? sum : 1;
+}
+
+CachePersistence::CachePersistence(Cache& cache) : cache_(cache) {
+  for (const auto& tier : cache_.tiers_) {
+    const auto* pt = dynamic_cast<const PersistentTier*>(tier.get());
+    commitKeys_.push_back(pt ? pt->commitKey() : 0);
+  }
+}
+
+uint32_t CachePersistence::checksumAt(const Item* item, CompressedRef ref) const {
+  // The pool's secret key makes the mark unforgeable by whoever chose the
+  // bytes of a value (the client never sees a checksum); the slot's offset
+  // makes a committed image valid only where it was committed.
+  const uint32_t t = cache_.table_->tierOf(ref);
+  const auto offset = static_cast<uint64_t>(reinterpret_cast<const std::byte*>(item) - cache_.tiers_[t]->base());
+  return itemChecksum(item, commitKeys_[t] ^ (offset * 0x9E3779B97F4A7C15ull));
+}
+
+void CachePersistence::replaceCommitted() {
+  if (cache_.hooks_.faultSeam) cache_.hooks_.faultSeam(FaultPoint::kReplaceNewCommitted);
 }
 
 void CachePersistence::persistPayload(const Item* item, CompressedRef ref) const {
@@ -31,7 +51,7 @@ void CachePersistence::persistPayload(const Item* item, CompressedRef ref) const
 }
 
 void CachePersistence::commit(Item* item, CompressedRef ref) {
-  item->checksum = itemChecksum(item);
+  item->checksum = checksumAt(item, ref);
   cache_.tiers_[cache_.table_->tierOf(ref)]->persist(&item->checksum, sizeof item->checksum);
 }
 
@@ -90,23 +110,38 @@ void Cache::recoverPersistentTiers() {
           const uint32_t sizes = item->sizes;
           const uint64_t need = Item::totalSize(sizes & 0xFF, sizes >> 8);
           const bool plausible = need <= ac.allocSize();
-          const bool committed = plausible && item->checksum != 0 && item->checksum == itemChecksum(item);
+          const bool committed =
+              plausible && item->checksum != 0 && item->checksum == persistence_->checksumAt(item, ref);
           if (committed) {
             item->state.store(0, std::memory_order_relaxed);
             item->hook.meta.store(0, std::memory_order_relaxed);
-            if (index_->insertRecovered(ref, item, hashKey(item->key()))) {
+            const CompressedRef loser = index_->insertRecovered(ref, item, hashKey(item->key()));
+            if (loser != ref) {
               // New sequence numbers stay above every recovered one.
               if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
                 nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
               }
               ac.policy().add(ref.raw());
               ++counters_->recoveredItems;
+              if (loser) {
+                // An older committed copy of the key, found earlier in the
+                // scan (a crash between the two steps of a replace): free it.
+                Item* old = table_->item(loser);
+                AllocationClass* owner = table_->owner(loser);
+                owner->policy().remove(loser.raw());
+                old->checksum = 0;
+                tiers_[table_->tierOf(loser)]->persist(&old->checksum, sizeof old->checksum);
+                owner->pushFree(loser);
+                --counters_->recoveredItems;
+                ++counters_->discardedItems;
+              }
               continue;
             }
           }
           // A zero checksum is a slot that was never committed or was
           // invalidated: plain free space. A non-zero one that failed the
-          // check (torn, corrupted) or lost to a duplicate key is discarded.
+          // check (torn, corrupted, or not written by this pool's cache) or
+          // lost to a newer copy of its key is discarded.
           if (item->checksum != 0) {
             ++counters_->discardedItems;
             dirty = true;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -303,9 +305,19 @@ bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
 void SlabAllocator::reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId) {
   AllocationClass& c = cls(pool, classId);
   SlabInfo& s = table_.slab(slab);
-  // Durable first: after a crash the slab is scanned with its new layout,
-  // and every item of its old layout was invalidated before its release.
-  if (persistent_) persistent_->setSlabRecord(slab - firstSlab_, {c.allocSize(), static_cast<uint16_t>(pool)});
+  if (persistent_) {
+    // Recovery scans the slab in the layout its record names, so only slots
+    // committed in that layout may look committed: the commit word of every
+    // slot of the new layout is cleared, durably, before the record names
+    // it. Otherwise old items' bytes, or a value holding an item image at a
+    // slot boundary of the new layout, would be parsed as items.
+    const uint32_t size = c.allocSize();
+    for (uint64_t off = 0; off + size <= table_.slabSize(); off += size) {
+      std::memset(s.base + off + offsetof(Item, checksum), 0, sizeof(Item::checksum));
+    }
+    tier_.persist(s.base, table_.slabSize());
+    persistent_->setSlabRecord(slab - firstSlab_, {size, static_cast<uint16_t>(pool)});
+  }
   s.allocSize.store(c.allocSize(), std::memory_order_relaxed);
   s.owner.store(&c, std::memory_order_relaxed);
   c.addSlab(slab);  // the class lock publishes the two stores above

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libhwloc-dev hwloc libmemkind-dev libpmemobj-dev libpmem2-dev
+  libhwloc-dev hwloc libmemkind-dev libpmemobj-dev libpmem2-dev libpmempool-dev
   nlohmann-json3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # clang's sanitizer runtimes

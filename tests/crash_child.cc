@@ -3,20 +3,56 @@
 // the item's sequence number to stdout, so the parent knows which sets were
 // acknowledged before the SIGKILL.
 //   tiercache_crash_child POOL_FILE durable|volatile PREFIX SEED
+//
+// Fault seam (deterministic crash): with TIERCACHE_CRASH_AT=replace-committed
+// the child sets key PREFIX to its "old" value, acknowledges it (writes 1),
+// then replaces it with its "new" value and raises SIGKILL inside that
+// replace, after the new copy is committed and before the old one is
+// invalidated (CacheHooks::faultSeam). SEED 0: old value small, new large
+// (other classes, other slabs); SEED 1: the other way round.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 
 #include "allocator/cache.h"
 #include "persistent_test_util.h"
 
+namespace {
+
+std::atomic<bool> armed{false};
+
+void killAtSeam(tiercache::FaultPoint point) {
+  if (armed.load() && point == tiercache::FaultPoint::kReplaceNewCommitted) raise(SIGKILL);
+}
+
+int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
+  tiercache::CacheHooks hooks;
+  hooks.faultSeam = &killAtSeam;
+  tiercache::Cache cache(tiercache::test::persistentConfig(pool, true), hooks);
+  const size_t small = 100, large = 3000;
+  if (!cache.set(key, tiercache::test::makeValue(key, 1, smallFirst ? small : large))) return 4;
+  const uint32_t ack = 1;
+  if (write(1, &ack, sizeof ack) != sizeof ack) return 3;
+  armed.store(true);
+  cache.set(key, tiercache::test::makeValue(key, 2, smallFirst ? large : small));
+  return 5;  // the seam did not fire
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr, "usage: %s POOL_FILE durable|volatile PREFIX SEED\n", argv[0]);
     return 2;
+  }
+  if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "replace-committed") == 0) {
+    return replaceAndCrash(argv[1], argv[3], std::strtoul(argv[4], nullptr, 10) == 0);
   }
   const bool durable = std::string(argv[2]) == "durable";
   const std::string prefix = argv[3];

@@ -424,7 +424,7 @@ TEST_P(PersistentTierMedium, TruncatedFileIsRefused) {
 TEST_P(PersistentTierMedium, AFileThatIsNoPoolIsNeverReplaced) {
   std::string junk(16 * kMiB, 'j');
   {
-    int fd = ::open(pool().c_str(), O_CREAT | O_WRONLY, 0644);
+    int fd = ::open(pool().c_str(), O_CREAT | O_WRONLY, 0600);
     ASSERT_GE(fd, 0);
     ::close(fd);
   }

@@ -98,6 +98,10 @@ class PersistentTier : public MemoryTier {
   virtual SlabRecord slabRecord(uint32_t slab) const = 0;
   virtual void setSlabRecord(uint32_t slab, SlabRecord record) = 0;
   virtual void setClean(bool clean) = 0;
+  // A random 64-bit secret drawn when the pool was created and kept in its
+  // header: the cache keys its item commit checksums with it, so bytes a
+  // client wrote cannot pass for a committed item (docs/persistence.md).
+  virtual uint64_t commitKey() const = 0;
 };
 
 // Opens the backend for cfg.kind with cfg.size rounded down to slabSize.

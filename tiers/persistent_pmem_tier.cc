@@ -14,6 +14,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <dirent.h>
+#include <libpmempool.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/random.h>
+
+#include <chrono>
+
 #include "file_system.h"
 
 namespace tiercache {
@@ -85,14 +94,90 @@ std::string fsTypeName(const std::string& dir) {
 
 // PMDK's pool header starts with this 8-byte signature; a file without it is
 // not a libpmemobj pool and never replaced, whatever rebuildOnMismatch says.
-bool startsLikePmemObjPool(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+bool startsLikePmemObjPool(int fd) {
   char sig[8] = {};
-  const bool ok = ::pread(fd, sig, sizeof sig, 0) == static_cast<ssize_t>(sizeof sig) &&
-                  std::memcmp(sig, "PMEMOBJ", 8) == 0;
-  ::close(fd);
-  return ok;
+  return ::pread(fd, sig, sizeof sig, 0) == static_cast<ssize_t>(sizeof sig) && std::memcmp(sig, "PMEMOBJ", 8) == 0;
+}
+
+std::string octal(unsigned mode) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0%03o", mode & 07777);
+  return buf;
+}
+
+std::string userName(uid_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[1024];
+  const std::string id = "uid " + std::to_string(uid);
+  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found) return id + " (" + found->pw_name + ")";
+  return id;
+}
+
+std::string describeOwner(const struct stat& st) {
+  return "owner " + userName(st.st_uid) + ", mode " + octal(st.st_mode);
+}
+
+// libpmempool's consistency check of PMDK's own metadata, read-only (no
+// repair). Empty string: consistent; else what it found.
+std::string checkPmemObjMetadata(const std::string& path) {
+  pmempool_check_args args {};
+  args.path = path.c_str();
+  args.backup_path = nullptr;
+  args.pool_type = PMEMPOOL_POOL_TYPE_OBJ;
+  args.flags = PMEMPOOL_CHECK_FORMAT_STR;
+  PMEMpoolcheck* check = pmempool_check_init(&args, sizeof args);
+  if (!check) {
+    const char* msg = pmempool_errormsg();
+    return std::string("the check could not start: ") + (msg && *msg ? msg : std::strerror(errno));
+  }
+  std::string errors;
+  while (pmempool_check_status* st = pmempool_check(check)) {
+    // Without PMEMPOOL_CHECK_REPAIR no question is asked; errors are kept
+    // (the first few) for the message, information is dropped.
+    if (st->type == PMEMPOOL_CHECK_MSG_TYPE_ERROR && errors.size() < 400 && st->str.msg) {
+      if (!errors.empty()) errors += "; ";
+      errors += st->str.msg;
+    }
+  }
+  const pmempool_check_result result = pmempool_check_end(check);
+  if (result == PMEMPOOL_CHECK_RESULT_CONSISTENT) return {};
+  return (errors.empty() ? "not consistent" : errors) + " (result " + std::to_string(static_cast<int>(result)) + ")";
+}
+
+// A random 64-bit key, never 0.
+uint64_t randomKey() {
+  uint64_t key = 0;
+  while (key == 0) {
+    if (::getrandom(&key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
+      // No entropy source: still unpredictable enough to a client that
+      // cannot see the process (time, address, pid).
+      key = static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count()) ^
+            reinterpret_cast<uintptr_t>(&key) ^ (uint64_t{static_cast<uint32_t>(::getpid())} << 32);
+    }
+  }
+  return key;
+}
+
+// Removes "<base>.creating.<pid>" files of this user in dir whose process
+// is gone: what a killed creation left behind in builds that named their
+// temporary file (this one creates it unnamed where it can).
+void removeStaleTemporaries(const std::string& dir, const std::string& base) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const std::string prefix = base + ".creating.";
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pidText = name.substr(prefix.size());
+    if (pidText.empty() || pidText.size() > 9 || pidText.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string full = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) ::unlink(full.c_str());
+  }
+  ::closedir(d);
 }
 
 const PmemObjPool::Object* findObject(const std::vector<PmemObjPool::Object>& objects, uint64_t offset,
@@ -104,6 +189,34 @@ const PmemObjPool::Object* findObject(const std::vector<PmemObjPool::Object>& ob
 }
 
 }  // namespace
+
+// The pool file opened without following a link, and PMDK's kind of lock
+// on it (flock, which conflicts with libpmemobj's own on another
+// descriptor, in this process or another). Closing drops the lock.
+class PersistentPmemTier::FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC)) {
+    if (fd_ < 0) error_ = errno;
+  }
+  ~FileLock() { close(); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  int fd() const { return fd_; }
+  int error() const { return error_; }
+  bool tryLock() {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+    error_ = errno;
+    return false;
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  int error_ = 0;
+};
 
 uint64_t PersistentPmemTier::maxSize() { return kPmemObjMaxAlloc - kSlabAreaAlignment; }
 
@@ -130,21 +243,50 @@ PersistentPmemTier::PersistentPmemTier(const TierConfig& cfg, uint64_t slabSize,
       rebuildOnMismatch_(options.rebuildOnMismatch) {
   checkConfig();
   fsType_ = fsTypeName(parentDir(path_));
+  open();
+}
 
+void PersistentPmemTier::open() {
+  // lstat, not stat: a symbolic link at the pool path is refused, never
+  // followed (it could lead into another user's file).
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) {
+  if (::lstat(path_.c_str(), &st) != 0) {
     if (errno != ENOENT) refuse("cannot stat the pool file: " + std::string(std::strerror(errno)));
     createPool();
     openReport_ = "created";
     return;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096] = {};
+    const ssize_t n = ::readlink(path_.c_str(), target, sizeof target - 1);
+    refuse("is a symbolic link (to '" + std::string(target, n > 0 ? static_cast<size_t>(n) : 0) + "', " +
+           describeOwner(st) + "); a pool is opened only at its real path, never through a link");
   }
   if (S_ISDIR(st.st_mode)) {
     refuse("is a directory; a persistent pmem-file tier's 'path' is the pool FILE (e.g. " + path_ +
            "/tiercache.pool)");
   }
   if (!S_ISREG(st.st_mode)) refuse("is not a regular file");
+  checkOwner(st);
+  // From here on every check looks at the file we opened, not at the path
+  // again: O_NOFOLLOW and fstat close the gap between lstat and open.
+  FileLock lock(path_);
+  if (lock.fd() < 0) {
+    if (lock.error() == ELOOP) refuse("became a symbolic link while being opened; refused");
+    refuse("cannot open the pool file: " + std::string(std::strerror(lock.error())));
+  }
+  if (::fstat(lock.fd(), &st) != 0) refuse("cannot stat the pool file: " + std::string(std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) refuse("is not a regular file");
+  checkOwner(st);
+  // The lock is tested before anything may be rebuilt: a pool another open
+  // holds (in this process or another) is never deleted under it.
+  if (!lock.tryLock()) {
+    refuse("the pool is in use (locked by another open, in this process or another): " +
+           std::string(std::strerror(lock.error())));
+  }
   if (st.st_size == 0) {
     // Nothing to lose, and PMDK cannot open a 0-byte file safely.
+    removeLocked(lock, "the file was empty");
     createPool();
     openReport_ = "created (the file was empty)";
     return;
@@ -154,8 +296,8 @@ PersistentPmemTier::PersistentPmemTier(const TierConfig& cfg, uint64_t slabSize,
     // because PMDK itself may fault on some such files.
     const std::string reason = "pool is truncated or not a pool: the file has " + std::to_string(st.st_size) +
                                " bytes, a libpmemobj pool at least " + std::to_string(PmemObjPool::kMinPoolSize);
-    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) refuse(reason);
-    rebuild(reason);
+    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(lock.fd())) refuse(reason);
+    rebuildLocked(lock, reason);
     return;
   }
 
@@ -166,26 +308,41 @@ PersistentPmemTier::PersistentPmemTier(const TierConfig& cfg, uint64_t slabSize,
     const std::string reason = "pool is truncated, or was made for a smaller tier: the file has " +
                                std::to_string(st.st_size) + " bytes, a pool for this config " +
                                std::to_string(expected);
-    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) refuse(reason);
-    rebuild(reason);
+    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(lock.fd())) refuse(reason);
+    rebuildLocked(lock, reason);
     return;
   }
   if (st.st_size % kSlabAreaAlignment != 0) {
     // Every pool this class makes is a whole number of 2 MiB.
     const std::string reason = "pool is truncated (or not a tiercache pool): the file has " + std::to_string(st.st_size) +
                                " bytes, not a multiple of 2 MiB as every tiercache pool";
-    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) refuse(reason);
-    rebuild(reason);
+    if (!rebuildOnMismatch_ || !startsLikePmemObjPool(lock.fd())) refuse(reason);
+    rebuildLocked(lock, reason);
     return;
   }
+  const bool pmemObjSignature = startsLikePmemObjPool(lock.fd());
+  // libpmemobj takes its own flock on its own descriptor, which ours would
+  // block: let go just before; a racing open then finds PMDK's lock.
+  lock.close();
 
+  // PMDK's own metadata (pool header, lanes, heap zone and chunk headers)
+  // is checked by libpmempool first: pmemobj_open trusts it and can fault
+  // or loop on a corrupted heap.
+  if (pmemObjSignature) {
+    if (std::string problem = checkPmemObjMetadata(path_); !problem.empty()) {
+      const std::string reason = "libpmemobj metadata is corrupted (pmempool check): " + problem;
+      if (!rebuildOnMismatch_) refuse(reason);
+      rebuild(reason);
+      return;
+    }
+  }
   try {
     pool_ = PmemObjPool::open(path_, pmem_layout::kPoolLayoutName);
   } catch (const PmemObjError& e) {
     if (e.errnum() == EAGAIN || e.errnum() == EWOULDBLOCK) {
       refuse("the pool is in use (locked by another open, in this process or another): " + std::string(e.what()));
     }
-    if (e.errnum() != EINVAL || !rebuildOnMismatch_ || !startsLikePmemObjPool(path_)) {
+    if (e.errnum() != EINVAL || !rebuildOnMismatch_ || !pmemObjSignature) {
       if (e.errnum() != EINVAL) refuse("cannot open the pool: " + std::string(e.what()));
       refuse("libpmemobj refused the file (not a pool, another layout, or a corrupted pool): " +
              std::string(e.what()) +
@@ -236,23 +393,40 @@ void PersistentPmemTier::checkConfig() const {
   }
 }
 
+void PersistentPmemTier::checkOwner(const struct stat& st) const {
+  // A pool is trusted only if this user made it: a file another user
+  // planted (or can read or write) could serve forged items, or learn the
+  // cache's values.
+  if (st.st_uid != ::geteuid()) {
+    refuse("is not owned by this process's user (" + userName(::geteuid()) + "): " + describeOwner(st) +
+           "; refused: a pool file must belong to the user that runs the cache");
+  }
+  if (st.st_size > 0 && (st.st_mode & 077) != 0) {
+    refuse("is accessible to group or others: " + describeOwner(st) +
+           "; refused: a pool holds the cache's values and its commit key, so it must be private (chmod 600)");
+  }
+}
+
+void PersistentPmemTier::removeLocked(FileLock& lock, const std::string& why) {
+  // Unlinked while the lock is held: no other open can be using this file,
+  // and none can take it between the check and the removal.
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
+    refuse("cannot remove the pool to replace it (" + why + "): " + std::strerror(errno));
+  }
+  lock.close();
+}
+
+void PersistentPmemTier::rebuildLocked(FileLock& lock, const std::string& reason) {
+  removeLocked(lock, reason);
+  createPool();
+  openReport_ = "rebuilt: " + reason;
+}
+
 void PersistentPmemTier::createPool() {
   const uint64_t fileSize = poolFileSize(size_, slabSize_);
   const std::string dir = parentDir(path_);
-  // Built under a temporary name and renamed into place: a crash while
-  // building leaves no half-made pool at the path. The pid keeps two
-  // processes' temporaries apart.
-  const std::string tmp = path_ + ".creating." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());
-  // access() says yes to root everywhere and knows nothing of read-only
-  // mounts or pseudo file systems: only a real create tells.
-  if (int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600); fd >= 0) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-  } else {
-    refuse("directory '" + dir + "' of the pool file is not writable: cannot create a file in it: " +
-           std::strerror(errno));
-  }
+  const std::string base = path_.substr(path_.find_last_of('/') == std::string::npos ? 0 : path_.find_last_of('/') + 1);
+  removeStaleTemporaries(dir, base);
   struct statvfs vfs {};
   if (::statvfs(dir.c_str(), &vfs) == 0) {
     const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -260,12 +434,49 @@ void PersistentPmemTier::createPool() {
       refuse("not enough space in '" + dir + "': the pool needs " + mib(fileSize) + ", " + mib(avail) + " free");
     }
   }
+  // The pool is built in an unnamed file (O_TMPFILE) and linked into place
+  // when complete: a crash while building leaves nothing behind, and the
+  // link never replaces a file, so of two processes creating the same pool
+  // at once exactly one wins. File systems without O_TMPFILE get a named
+  // temporary, "<path>.creating.<pid>", removed by later creations once its
+  // process is gone.
+  const std::string named = path_ + ".creating." + std::to_string(::getpid());
+  int tmpFd = -1;
+  std::string tmp;  // the path PMDK builds the pool at
+  auto openTemporary = [&](uint64_t bytes) {
+    tmpFd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (tmpFd >= 0) {
+      tmp = "/proc/self/fd/" + std::to_string(tmpFd);
+    } else {
+      ::unlink(named.c_str());
+      tmpFd = ::open(named.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+      if (tmpFd < 0) {
+        refuse("directory '" + dir + "' of the pool file is not writable: cannot create a file in it: " +
+               std::strerror(errno));
+      }
+      tmp = named;
+    }
+    // umask may have narrowed the mode; never widened, but state it exactly.
+    ::fchmod(tmpFd, 0600);
+    if (::ftruncate(tmpFd, static_cast<off_t>(bytes)) != 0) {
+      const int err = errno;
+      ::close(tmpFd);
+      if (tmp == named) ::unlink(named.c_str());
+      refuse("cannot size the new pool file to " + mib(bytes) + ": " + std::strerror(err));
+    }
+  };
+  auto dropTemporary = [&] {
+    if (tmp == named) ::unlink(named.c_str());
+    if (tmpFd >= 0) ::close(tmpFd);
+    tmpFd = -1;
+  };
   uint64_t trySize = fileSize;
   for (int attempt = 0;; ++attempt) {
+    openTemporary(trySize);
     try {
-      PmemObjPool pool = PmemObjPool::create(tmp, pmem_layout::kPoolLayoutName, trySize, 0600);
-      // umask may have narrowed the mode; never widened, but state it exactly.
-      ::chmod(tmp.c_str(), 0600);
+      // Size 0: PMDK formats the file as it is (the unnamed file is reached
+      // through /proc/self/fd).
+      PmemObjPool pool = PmemObjPool::create(tmp, pmem_layout::kPoolLayoutName, 0, 0600);
       auto* h = static_cast<PoolHeader*>(pool.root(sizeof(PoolHeader)));
       const uint64_t recordsBytes = uint64_t{slabCount_} * sizeof(SlabRecordSlot);
       const PmemObjPool::Object records = pool.allocate(recordsBytes, pmem_layout::kRecordsTypeNum, true);
@@ -276,7 +487,7 @@ void PersistentPmemTier::createPool() {
         if (e.errnum() != ENOMEM || attempt >= 3) throw;
         // poolFileSize() fell short for this PMDK: grow and try again.
         pool.close();
-        ::unlink(tmp.c_str());
+        dropTemporary();
         trySize += alignUp(trySize / 16, kSlabAreaAlignment);
         continue;
       }
@@ -294,26 +505,41 @@ void PersistentPmemTier::createPool() {
       hdr.recordsBytes = recordsBytes;
       hdr.slabAreaObject = area.offset;
       hdr.slabAreaOffset = aligned;
+      hdr.commitKey = randomKey();
       hdr.checksum = pmem_layout::headerChecksum(hdr);
       hdr.clean = pmem_layout::kClean;
       std::memcpy(h, &hdr, sizeof hdr);
       pool.persist(h, sizeof hdr);
       break;
     } catch (const PmemObjError& e) {
-      ::unlink(tmp.c_str());
+      dropTemporary();
       refuse("cannot create the pool: " + std::string(e.what()));
     }
   }
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    refuse("cannot rename the new pool into place: " + std::string(std::strerror(err)));
+  // Linked, never renamed over: an existing file at the path (another
+  // process's pool, created meanwhile) is left alone and this open refused.
+  const int rc = tmp == named ? ::link(named.c_str(), path_.c_str())
+                              : ::linkat(AT_FDCWD, tmp.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW);
+  const int err = errno;
+  dropTemporary();
+  if (rc != 0) {
+    if (err == EEXIST) {
+      refuse("another open created the pool file at the same moment; this one is refused (the pool is in use)");
+    }
+    refuse("cannot link the new pool into place: " + std::string(std::strerror(err)));
   }
   // Reopen through the same checks as any existing pool: what creation
   // wrote is what open accepts.
+  FileLock lock(path_);
+  if (lock.fd() < 0) refuse("cannot open the pool just created: " + std::string(std::strerror(lock.error())));
+  if (!lock.tryLock()) refuse("the pool just created is in use by another open (created at the same moment)");
+  lock.close();
   try {
     pool_ = PmemObjPool::open(path_, pmem_layout::kPoolLayoutName);
   } catch (const PmemObjError& e) {
+    if (e.errnum() == EAGAIN || e.errnum() == EWOULDBLOCK) {
+      refuse("the pool just created is in use by another open (created at the same moment)");
+    }
     refuse("cannot open the pool just created: " + std::string(e.what()));
   }
   if (std::string reason = validate(); !reason.empty()) refuse("the pool just created fails its checks: " + reason);
@@ -323,13 +549,21 @@ void PersistentPmemTier::createPool() {
 }
 
 void PersistentPmemTier::rebuild(const std::string& reason) {
-  pool_.close();
+  if (pool_.isOpen()) {
+    // libpmemobj's lock is ours: remove the file before letting go of it.
+    if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
+      refuse("cannot remove the pool to rebuild it (" + reason + "): " + std::strerror(errno));
+    }
+    pool_.close();
+  } else {
+    FileLock lock(path_);
+    if (lock.fd() < 0) refuse("cannot open the pool to rebuild it (" + reason + "): " + std::strerror(lock.error()));
+    if (!lock.tryLock()) refuse("the pool is in use (locked by another open); not rebuilt (" + reason + ")");
+    removeLocked(lock, reason);
+  }
   header_ = nullptr;
   records_ = nullptr;
   base_ = nullptr;
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
-    refuse("cannot remove the pool to rebuild it (" + reason + "): " + std::strerror(errno));
-  }
   createPool();
   openReport_ = "rebuilt: " + reason;
 }
@@ -375,6 +609,10 @@ std::string PersistentPmemTier::validate() {
   if (h.fingerprint != fingerprint_) {
     return "layout fingerprint differs: the pool was written by another config (pool " + hex(h.fingerprint) +
            ", config " + hex(fingerprint_) + ")";
+  }
+  if (h.commitKey == 0) return "header is corrupted: commit key 0";
+  for (uint64_t r : h.reserved) {
+    if (r != 0) return "header is corrupted: reserved words are not zero";
   }
   if (h.clean != pmem_layout::kClean && h.clean != pmem_layout::kDirty) {
     return "header is corrupted: clean flag " + std::to_string(h.clean) + " (expected 0 or 1)";
@@ -423,6 +661,7 @@ std::string PersistentPmemTier::validate() {
 
 void PersistentPmemTier::adopt() {
   wasClean_ = header_->clean == pmem_layout::kClean;
+  commitKey_ = header_->commitKey;
   recovered_ = true;
   openReport_ = wasClean_ ? "opened after a clean shutdown" : "opened after a crash";
   // Dirty from now on: a crash before setClean(true) must show at the next open.

@@ -31,6 +31,8 @@
 // be called from any thread; record and flag updates are serialised here.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -46,7 +48,9 @@ namespace pmem_layout {
 
 inline constexpr char kPoolLayoutName[] = "tiercache";  // libpmemobj's layout string
 inline constexpr char kSignature[16] = "TIERCACHE";
-inline constexpr uint32_t kLayoutVersion = 2;  // 2: 44-byte item header (expiry, flags, seq)
+// 2: 44-byte item header (expiry, flags, seq); 3: commitKey in the header,
+// item checksums keyed with it and bound to the slot's position.
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint64_t kRecordsTypeNum = 1;
 inline constexpr uint64_t kSlabAreaTypeNum = 2;
 inline constexpr uint64_t kClean = 1;
@@ -64,7 +68,8 @@ struct PoolHeader {
   uint64_t recordsBytes;    // slabCount * sizeof(SlabRecordSlot)
   uint64_t slabAreaObject;  // offset of the allocation holding the slab area
   uint64_t slabAreaOffset;  // offset of the slab area itself (aligned)
-  uint64_t reserved[7];     // zero
+  uint64_t commitKey;       // random secret drawn at creation (never 0)
+  uint64_t reserved[6];     // zero
   uint64_t checksum;        // headerChecksum(): everything above
   uint64_t clean;           // kClean or kDirty; persisted on its own
 };
@@ -123,6 +128,7 @@ class PersistentPmemTier final : public PersistentTier {
   SlabRecord slabRecord(uint32_t slab) const override;
   void setSlabRecord(uint32_t slab, SlabRecord record) override;
   void setClean(bool clean) override;
+  uint64_t commitKey() const override { return commitKey_; }
 
   const std::string& path() const { return path_; }
   uint64_t slabSize() const { return slabSize_; }
@@ -136,7 +142,16 @@ class PersistentPmemTier final : public PersistentTier {
   uint64_t slabAreaOffset() const { return offsetOf(base_); }
 
  private:
+  // The pool file's descriptor (opened without following links) and an
+  // flock on it, as libpmemobj takes; defined in the .cc.
+  class FileLock;
   void checkConfig() const;
+  void open();
+  // Refuses a file another user owns, or a non-empty one group or others
+  // may access, naming its owner and mode.
+  void checkOwner(const struct stat& st) const;
+  void removeLocked(FileLock& lock, const std::string& why);
+  void rebuildLocked(FileLock& lock, const std::string& reason);
   void createPool();
   // Empty string: the pool is ours and matches; else the reason it is not.
   std::string validate();
@@ -160,6 +175,7 @@ class PersistentPmemTier final : public PersistentTier {
   pmem_layout::SlabRecordSlot* records_ = nullptr;
   std::byte* base_ = nullptr;
 
+  uint64_t commitKey_ = 0;
   bool recovered_ = false;
   bool wasClean_ = false;
   std::string openReport_;
