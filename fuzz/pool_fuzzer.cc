@@ -1,19 +1,25 @@
 // libFuzzer target: PersistentPmemTier's open must survive any bytes in the
 // parts of a pool file that tiercache itself reads (the header and the
-// slab-record array) and any truncation: it either refuses with TierError
-// or opens a tier whose every value is in range. A crash, a read outside
-// the mapping, any other exception or a broken invariant is a finding.
+// slab-record array), in libpmemobj's own metadata before them (pool
+// header, lanes, heap zone and chunk headers: checked by libpmempool before
+// pmemobj_open), and any truncation: it either refuses with TierError or
+// opens a tier whose every value is in range. A crash, a hang, a read
+// outside the mapping, any other exception or a broken invariant is a
+// finding.
 //
 // A valid pool is made once per process (the template); each input is
 // applied to a fresh copy of it:
 //   byte 0        flags: 1 fix the header checksum after the overlay,
 //                 2 fix every record's check, 4 truncate, 8 allow rebuild,
-//                 16 overwrite instead of XOR
+//                 16 overwrite instead of XOR, 32 PMDK's area instead
 //   bytes 1..3    with flag 4: how many bytes to cut off the end (24 bits,
 //                 scaled to the file size)
 //   then          sizeof(PoolHeader) bytes over the header, the rest over
 //                 the record array (XOR by default, so zeros change nothing
-//                 and mutations stay close to a valid pool)
+//                 and mutations stay close to a valid pool);
+//                 with flag 32 instead: 4-byte edits (3 bytes of position,
+//                 scaled to the bytes before tiercache's header, i.e.
+//                 libpmemobj's metadata, and 1 byte XORed or written there)
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -125,8 +131,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       c = (flags & 16) ? static_cast<char>(data[pos]) : static_cast<char>(c ^ data[pos]);
     }
   };
-  overlay(tmpl->header, sizeof(PoolHeader));
-  overlay(tmpl->records, uint64_t{tmpl->slabs} * sizeof(SlabRecordSlot));
+  if (flags & 32) {
+    // Byte edits anywhere in libpmemobj's area: [0, tiercache's header).
+    while (pos + 4 <= size) {
+      const uint32_t v = uint32_t{data[pos]} << 16 | uint32_t{data[pos + 1]} << 8 | data[pos + 2];
+      const uint64_t at = static_cast<uint64_t>(v) * tmpl->header >> 24;
+      char& c = file[at];
+      c = (flags & 16) ? static_cast<char>(data[pos + 3]) : static_cast<char>(c ^ data[pos + 3]);
+      pos += 4;
+    }
+  } else {
+    overlay(tmpl->header, sizeof(PoolHeader));
+    overlay(tmpl->records, uint64_t{tmpl->slabs} * sizeof(SlabRecordSlot));
+  }
   if (flags & 1) {
     PoolHeader h;
     std::memcpy(&h, &file[tmpl->header], sizeof h);

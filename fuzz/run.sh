@@ -40,6 +40,11 @@ for t in "${targets[@]}"; do
     # fixed checks, and a cut of half the file.
     { printf '\x03'; head -c 160 /dev/zero; printf '\x01\x00\x00\x00\x01'; } >"$corpus/seed-record"
     printf '\x04\x80\x00\x00' >"$corpus/seed-truncate"
+    # libpmemobj's area (flag 32): one flipped byte in its pool header, in
+    # the lanes and in the heap's first zone (positions scaled to 24 bits).
+    printf '\x20\x00\x10\x00\x01' >"$corpus/seed-pmdk-header"
+    printf '\x20\x08\x00\x00\xff' >"$corpus/seed-pmdk-lanes"
+    printf '\x20\xf8\x00\x00\x5a\xfc\x00\x00\xa5' >"$corpus/seed-pmdk-heap"
   fi
   log="$dir/$t.log"
   echo "=== fuzz: $t for ${seconds}s (log: $log)"
