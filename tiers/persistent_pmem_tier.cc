@@ -15,13 +15,16 @@
 #include <cstring>
 
 #include <dirent.h>
+#include <libpmemobj.h>
 #include <libpmempool.h>
+#include <sys/wait.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/random.h>
 
 #include <chrono>
+#include <thread>
 
 #include "file_system.h"
 
@@ -143,6 +146,54 @@ std::string checkPmemObjMetadata(const std::string& path) {
   const pmempool_check_result result = pmempool_check_end(check);
   if (result == PMEMPOOL_CHECK_RESULT_CONSISTENT) return {};
   return (errors.empty() ? "not consistent" : errors) + " (result " + std::to_string(static_cast<int>(result)) + ")";
+}
+
+// How long a probe open (below) may take before it counts as a hang.
+constexpr int kProbeSeconds = 20;
+
+// libpmemobj trusts its lane and heap metadata, and libpmempool's check
+// covers only the pool header of an obj pool: flipped bytes in the heap
+// made pmemobj_open fault or loop. So a child process opens the pool
+// first, walks its heap and closes it; only if that ends normally does
+// this process open it. Empty string: fine (or no verdict: the child could
+// not be started or was reaped elsewhere); else what went wrong.
+std::string probeOpenInChild(const std::string& path) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    // The child runs nothing but libpmemobj and leaves through _exit: no
+    // destructors, atexit handlers or buffered output of the parent's.
+    PMEMobjpool* pop = pmemobj_open(path.c_str(), pmem_layout::kPoolLayoutName);
+    if (!pop) _exit(0);  // an error: the parent's own open reports it
+    uint64_t n = 0;
+    for (PMEMoid oid = pmemobj_first(pop); !OID_IS_NULL(oid) && n < (1u << 24); oid = pmemobj_next(oid)) ++n;
+    pmemobj_close(pop);
+    _exit(0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kProbeSeconds);
+  auto pause = std::chrono::microseconds(200);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return {};
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return "libpmemobj did not finish opening it within " + std::to_string(kProbeSeconds) +
+             " s in a probe process (a loop in its heap metadata)";
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(20000));
+  }
+  if (WIFSIGNALED(status)) {
+    return "libpmemobj crashed opening it in a probe process (signal " + std::to_string(WTERMSIG(status)) + ", " +
+           strsignal(WTERMSIG(status)) + ")";
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    return "libpmemobj failed opening it in a probe process (exit " + std::to_string(WEXITSTATUS(status)) + ")";
+  }
+  return {};
 }
 
 // A random 64-bit key, never 0.
@@ -325,12 +376,17 @@ void PersistentPmemTier::open() {
   // block: let go just before; a racing open then finds PMDK's lock.
   lock.close();
 
-  // PMDK's own metadata (pool header, lanes, heap zone and chunk headers)
-  // is checked by libpmempool first: pmemobj_open trusts it and can fault
-  // or loop on a corrupted heap.
+  // PMDK's own metadata is checked before this process trusts it: its pool
+  // header by libpmempool, its lanes and heap by a probe open in a child
+  // (pmemobj_open trusts them and can fault or loop on a corrupted heap).
   if (pmemObjSignature) {
+    std::string reason;
     if (std::string problem = checkPmemObjMetadata(path_); !problem.empty()) {
-      const std::string reason = "libpmemobj metadata is corrupted (pmempool check): " + problem;
+      reason = "libpmemobj metadata is corrupted (pmempool check): " + problem;
+    } else if (std::string crash = probeOpenInChild(path_); !crash.empty()) {
+      reason = "libpmemobj metadata is corrupted: " + crash;
+    }
+    if (!reason.empty()) {
       if (!rebuildOnMismatch_) refuse(reason);
       rebuild(reason);
       return;
