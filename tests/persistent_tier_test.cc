@@ -305,7 +305,8 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   };
   const std::vector<Case> cases = {
       {"signature", offsetof(PoolHeader, signature), {'X'}, "not a tiercache pool: no TIERCACHE signature"},
-      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (2)"},
+      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (3)"},
+      {"commit key", offsetof(PoolHeader, commitKey), {0x01}, "header is corrupted: checksum mismatch"},
       {"header size", offsetof(PoolHeader, headerSize), {1}, "header is corrupted: header size 1"},
       {"slab size", offsetof(PoolHeader, slabSize) + 2, {0x55}, "header is corrupted: checksum mismatch"},
       {"fingerprint", offsetof(PoolHeader, fingerprint), {0xEE}, "header is corrupted: checksum mismatch"},

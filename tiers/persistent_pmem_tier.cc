@@ -483,13 +483,6 @@ void PersistentPmemTier::createPool() {
   const std::string dir = parentDir(path_);
   const std::string base = path_.substr(path_.find_last_of('/') == std::string::npos ? 0 : path_.find_last_of('/') + 1);
   removeStaleTemporaries(dir, base);
-  struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) == 0) {
-    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (avail < fileSize) {
-      refuse("not enough space in '" + dir + "': the pool needs " + mib(fileSize) + ", " + mib(avail) + " free");
-    }
-  }
   // The pool is built in an unnamed file (O_TMPFILE) and linked into place
   // when complete: a crash while building leaves nothing behind, and the
   // link never replaces a file, so of two processes creating the same pool
@@ -529,6 +522,17 @@ void PersistentPmemTier::createPool() {
   uint64_t trySize = fileSize;
   for (int attempt = 0;; ++attempt) {
     openTemporary(trySize);
+    // After the first create, which tells whether the directory takes a
+    // file at all (access() says yes to root everywhere); the file is
+    // sparse so far.
+    struct statvfs vfs {};
+    if (attempt == 0 && ::statvfs(dir.c_str(), &vfs) == 0) {
+      const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      if (avail < fileSize) {
+        dropTemporary();
+        refuse("not enough space in '" + dir + "': the pool needs " + mib(fileSize) + ", " + mib(avail) + " free");
+      }
+    }
     try {
       // Size 0: PMDK formats the file as it is (the unnamed file is reached
       // through /proc/self/fd).
