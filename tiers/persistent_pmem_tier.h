@@ -11,9 +11,13 @@
 //                 of the mapping (so a DAX mapping can use huge pages),
 //                 inside one allocation of size() + kSlabAreaAlignment.
 //
-// Open: a missing (or empty) file is created through a temporary name and
-// renamed into place, so a crash during creation never leaves a half-made
-// pool at the path. An existing file is opened and everything read from it
+// Open: a missing (or empty) file is built in an unnamed file (O_TMPFILE)
+// and linked into place without replacing anything, so a crash during
+// creation leaves nothing and of two racing creators one wins. A link at
+// the path, a file of another user or one others may access is refused;
+// the pool's lock is tested before anything may be rebuilt; PMDK's own
+// metadata is checked (libpmempool, then a probe open in a child process)
+// before pmemobj_open in this process. An existing file is opened and everything read from it
 // is checked before use (header fields, the checksum, slab geometry and
 // fingerprint against the config, that both objects are allocated objects
 // of the pool and lie inside the mapping, every record); any mismatch is a
