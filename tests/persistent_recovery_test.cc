@@ -18,6 +18,8 @@
 
 #include "allocator/cache.h"
 #include "persistent_test_util.h"
+#include "tiers/persistent_pmem_tier.h"
+#include "tiers/pmemobj_pool.h"
 
 namespace tiercache {
 namespace {
@@ -106,6 +108,35 @@ TEST_F(PersistentRecoveryTest, AValueHoldingAnItemImageNeverComesBackAsAnItem) {
   EXPECT_EQ(s.discarded_items, 0u);
   EXPECT_GT(s.recovered_items, 30000u);
   EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST_F(PersistentRecoveryTest, AnImageWrittenIntoAFreeSlotOfTheCurrentLayoutIsNotAccepted) {
+  // The commit mark is keyed with the pool's secret: bytes with the right
+  // shape and a checksum anyone can compute do not count, even at a slot
+  // boundary of the slab's current layout (here written straight into the
+  // file, standing in for any way bytes could get there).
+  const CacheConfig cfg = persistentConfig(pool_, true);
+  {
+    Cache cache(cfg);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(cache.set("k" + std::to_string(i), "value"));
+  }
+  {
+    PmemObjPool pool = PmemObjPool::open(pool_, pmem_layout::kPoolLayoutName);
+    const auto* h = static_cast<const pmem_layout::PoolHeader*>(pool.root(sizeof(pmem_layout::PoolHeader)));
+    const auto* records = reinterpret_cast<const pmem_layout::SlabRecordSlot*>(pool.base() + h->recordsObject);
+    const uint32_t allocSize = records[0].allocSize;  // the class the ten items went to
+    ASSERT_GT(allocSize, 0u);
+    std::byte* slot = pool.base() + h->slabAreaOffset + 100 * uint64_t{allocSize};
+    const std::string img = itemImage("ghost", "evil", ~0ull);
+    ASSERT_LE(img.size(), allocSize);
+    std::memcpy(slot, img.data(), img.size());
+    pool.persist(slot, img.size());
+  }
+  Cache cache(cfg);
+  EXPECT_EQ(cache.get("ghost"), std::nullopt) << "an image with an unkeyed checksum was accepted";
+  EXPECT_EQ(cache.stats().recovered_items, 10u);
+  EXPECT_EQ(cache.stats().discarded_items, 1u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(cache.get("k" + std::to_string(i)), "value");
 }
 
 // Runs the crash child with the fault seam that kills it inside a
