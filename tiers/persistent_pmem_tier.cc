@@ -163,6 +163,9 @@ std::string probeOpenInChild(const std::string& path) {
   if (pid == 0) {
     // The child runs nothing but libpmemobj and leaves through _exit: no
     // destructors, atexit handlers or buffered output of the parent's.
+    // Default actions for faults, so that a crash ends the child by its
+    // signal even where a sanitizer or the application installed handlers.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::signal(sig, SIG_DFL);
     PMEMobjpool* pop = pmemobj_open(path.c_str(), pmem_layout::kPoolLayoutName);
     if (!pop) _exit(0);  // an error: the parent's own open reports it
     uint64_t n = 0;
