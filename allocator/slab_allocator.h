@@ -103,6 +103,12 @@ class AllocationClass {
   CompressedRef popFree();
   // Returns an exclusively owned slot to the free list.
   void pushFree(CompressedRef ref);
+  // Frees an item the caller owns exclusively (see Item): out of the
+  // eviction list if it is still a member, onto the free list.
+  void freeOwned(CompressedRef ref) {
+    policy_->remove(ref.raw());
+    pushFree(ref);
+  }
   // Takes a newly assigned slab (its allocSize and owner already set).
   void addSlab(uint32_t slab);
   // Takes a slab found in a persistent tier at start-up: fully carved; the
