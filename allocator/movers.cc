@@ -15,32 +15,54 @@ namespace tiercache {
 
 namespace {
 
-// Candidates one policy-lock hold may look at (pinned ones are skipped).
+// Candidates one policy-lock hold may look at beyond the batch (pinned ones
+// are skipped).
 constexpr size_t kEvictionMaxScan = 64;
-// Items claimed per policy-lock hold: a batch never holds the lock longer.
-constexpr size_t kEvictionChunk = 8;
 // Evictions an allocation tries before it fails (every candidate pinned).
 constexpr int kEvictionAttempts = 4;
+// An evictor whose full look found nothing to do looks again less and less
+// often, down to this (a told class is served at once regardless).
+constexpr uint32_t kIdleIntervalMs = 1000;
 // A class that could use another's idle slab checks for one this often.
 constexpr uint32_t kRebalanceCheckMs = 10;
 
-// Claims unpinned items for a move (kMoving) at the cold end of a policy.
-class MoveClaimVisitor final : public EvictionVisitor {
- public:
-  explicit MoveClaimVisitor(const SlabTable& table) : table_(table) {}
-  Verdict visit(uint32_t ref) override {
-    if (!table_.item(CompressedRef(ref))->tryMarkMoving(false)) return Verdict::kSkip;
-    victims[count++] = CompressedRef(ref);
-    return Verdict::kTake;
-  }
-  CompressedRef victims[kEvictionChunk];
-  size_t count = 0;
+}  // namespace
 
- private:
-  const SlabTable& table_;
+// One batch of victims of a class, claimed in one policy-lock hold.
+struct Movers::Batch {
+  CompressedRef src[kMaxBatch];
+  bool drop[kMaxBatch];        // judged at claim time: drop, do not move
+  CompressedRef dst[kMaxBatch];  // lower-tier slot, or null: drop
+  uint64_t hash[kMaxBatch];
+  bool swapped[kMaxBatch];
+  size_t count = 0;
 };
 
-}  // namespace
+// Claims unpinned items for a move (kMoving) at the cold end of a policy.
+// visit() is the one place where a claimed item is judged: move it down, or
+// drop it (the last tier, no demotion, or an item not worth keeping).
+class Movers::ClaimVisitor final : public EvictionVisitor {
+ public:
+  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote) : table_(table), batch_(batch), demote_(demote) {}
+  Verdict visit(uint32_t ref) override {
+    Item* item = table_.item(CompressedRef(ref));
+    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
+    const size_t i = batch_.count++;
+    batch_.src[i] = CompressedRef(ref);
+    batch_.drop[i] = !demote_ || dropInsteadOfMove(*item);
+    return Verdict::kTake;
+  }
+
+ private:
+  // An item that should leave the cache rather than take a lower-tier slot
+  // (none yet; an expired item will be).
+  static bool dropInsteadOfMove(const Item&) { return false; }
+
+  const SlabTable& table_;
+  Batch& batch_;
+  const bool demote_;
+};
+
 
 // ---- promotion queue and rate limiter ----
 
@@ -83,7 +105,20 @@ Movers::Movers(const MoverParts& parts)
       queue_(parts.config.promotion.queue_size),
       limiter_(parts.config.promotion.max_per_sec) {
   const BackgroundEvictionConfig& be = config_.background_eviction;
+  consumedMark_ = std::make_unique<std::atomic<uint64_t>[]>(classCount());
   if (be.enabled) {
+    // Allocations that leave a class below this tell its evictor at once.
+    for (auto& a : allocs_) {
+      for (uint32_t p = 0; p < a->poolCount(); ++p) {
+        for (uint32_t c = 0; c < a->classCount(); ++c) {
+          if (be.strategy == EvictorStrategyKind::kKeepFree) {
+            a->cls(p, c).setLowWatermark(0, be.keep_free);
+          } else {
+            a->cls(p, c).setLowWatermark(be.low_watermark);
+          }
+        }
+      }
+    }
     for (uint32_t i = 0; i < be.threads; ++i) {
       std::unique_ptr<EvictionStrategy> strategy;
       if (be.strategy == EvictorStrategyKind::kKeepFree) {
@@ -93,7 +128,8 @@ Movers::Movers(const MoverParts& parts)
                                                            be.max_batch);
       }
       evictors_.push_back(std::make_unique<BackgroundEvictor>(*this, std::move(strategy), i, be.threads,
-                                                              std::chrono::milliseconds(be.interval_ms)));
+                                                              std::chrono::milliseconds(be.interval_ms),
+                                                              std::chrono::milliseconds(kIdleIntervalMs)));
     }
   }
   const PromotionConfig& pc = config_.promotion;
@@ -123,9 +159,12 @@ CompressedRef Movers::obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId)
 CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classId, bool background) {
   SlabAllocator& a = *allocs_[tier];
   AllocationClass& ac = a.cls(pool, classId);
-  CompressedRef ref = a.allocateSlot(pool, classId);
-  if (ref) return ref;
-  if (!background) wakeEvictor(ac);
+  bool low = false;
+  CompressedRef ref = ac.popFree(&low);
+  // Below the low watermark (or out of slots) with no new slab to come: the
+  // evictor of this class is told now, not at its next poll.
+  if (!background && (low || !ref) && served(ac) && !a.mayGrow(pool)) wakeEvictor(ac);
+  if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
   ac.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled) {
     // A class without a slab cannot evict: it must get one. Otherwise look
@@ -137,8 +176,11 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
       if (ref) return ref;
     }
   }
+  // The same batch code as the evictor's, with a small batch: one slot comes
+  // back here, the rest go to the free list for the next allocations.
   for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
-    evictInto(ac, 1, &ref, background);
+    SlotSink sink{&ref, 1, 0};
+    evictInto(ac, background ? 1 : kForegroundBatch, &sink, background);
     if (!ref) ref = ac.popFree();  // freed by a reader's release or another thread
   }
   return ref;
@@ -146,39 +188,138 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
 
 size_t Movers::evict(AllocationClass& ac, size_t n, bool background) { return evictInto(ac, n, nullptr, background); }
 
-size_t Movers::evictInto(AllocationClass& ac, size_t n, CompressedRef* reuse, bool background) {
+size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out, bool background) {
+  SlabAllocator& a = *allocs_[lower.tier()];
+  size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
+  if (got == n) return got;
+  if (!background && served(lower)) wakeEvictor(lower);
+  lower.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  if (config_.rebalance.enabled && lower.slabCount() == 0 && rebalance(a, lower.pool(), lower.id(), false)) {
+    got += a.allocateSlots(lower.pool(), lower.id(), n - got, out + got);
+  }
+  // Full: evict a batch there first; its freed slots come straight here.
+  for (int i = 0; got < n && i < kEvictionAttempts; ++i) {
+    SlotSink sink{out + got, n - got, 0};
+    evictInto(lower, n - got, &sink, background);
+    got += sink.got;
+    if (got < n) got += lower.allocateSlots(n - got, out + got);
+    if (sink.got == 0) break;  // nothing evictable (all pinned): drop the rest
+  }
+  return got;
+}
+
+size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool background) {
   const uint32_t tier = ac.tier();
   const bool demote = config_.demotion.enabled && tier + 1 < allocs_.size();
+  AllocationClass* lower = demote ? &allocs_[tier + 1]->cls(ac.pool(), ac.id()) : nullptr;
   size_t done = 0;
+  Batch b;
   while (done < n) {
-    MoveClaimVisitor visitor(table_);
-    if (ac.policy().evict(std::min(n - done, kEvictionChunk), kEvictionMaxScan, visitor) == 0) break;
-    for (size_t i = 0; i < visitor.count; ++i) {
-      const CompressedRef ref = visitor.victims[i];
-      Item* item = table_.item(ref);
-      bool moved = false;
-      if (demote) {
-        const CompressedRef dst = obtainSlotIn(tier + 1, ac.pool(), ac.id(), background);
-        moved = dst && copyAndSwap(item, ref, dst);
-      }
-      if (moved) {
-        ac.counters().demotions.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        index_.unlinkExact(ref, hash_(item->key()));  // the last tier, or no room below: drop
-      }
-      (background ? ac.counters().bgEvictions : ac.counters().evictions).fetch_add(1, std::memory_order_relaxed);
-      ++done;
-      // A reader that pinned the item during the copy frees it on release.
-      if (item->finishMove()) {
-        if (reuse && !*reuse) {
-          *reuse = ref;
-        } else {
-          freeOwned(ref);
-        }
-      }
-    }
+    // 1. Claim up to a batch at the cold end: one policy-lock hold.
+    b.count = 0;
+    const size_t want = std::min(n - done, kMaxBatch);
+    ClaimVisitor visitor(table_, b, demote);
+    if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) break;
+    done += moveBatch(ac, lower, b, sink, background);
   }
   return done;
+}
+
+size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, SlotSink* sink, bool background) {
+  const size_t k = b.count;
+  // 2. Lower-tier slots for the items to move: one class-lock hold when
+  //    there are enough free, else a batch evicted there first.
+  size_t moving = 0;
+  for (size_t i = 0; i < k; ++i) moving += !b.drop[i];
+  CompressedRef slots[kMaxBatch];
+  const size_t got = moving ? obtainSlots(*lower, moving, slots, background) : 0;
+  size_t next = 0;
+  for (size_t i = 0; i < k; ++i) {
+    b.dst[i] = CompressedRef();
+    if (b.drop[i]) continue;
+    if (next < got) {
+      b.dst[i] = slots[next++];
+    } else {
+      b.drop[i] = true;  // no room below (all pinned there): dropped instead
+    }
+  }
+
+  // 3. Copy, prefetching the next source and destination while copying
+  //    this one. Sources are immutable while published, so a pinned reader
+  //    and the copy see the same bytes.
+  for (size_t i = 0; i < k; ++i) {
+    if (i + 1 < k) {
+      __builtin_prefetch(table_.item(b.src[i + 1]));
+      if (!b.drop[i + 1]) __builtin_prefetch(table_.item(b.dst[i + 1]), 1);
+    }
+    const Item* src = table_.item(b.src[i]);
+    b.hash[i] = hash_(src->key());
+    if (b.drop[i]) continue;
+    Item* copy = table_.item(b.dst[i]);
+    copy->init(src->key(), src->valueSize());
+    copy->copyMetaFrom(*src);
+    std::memcpy(copy->valueData(), src->valueData(), src->valueSize());
+    // Payload durable before replaceExact commits it (persistent tiers only).
+    if (table_.persistent(b.dst[i])) persistence_.persistPayload(copy, b.dst[i]);
+  }
+
+  // 4. Publish: each copy replaces its source in the index (one stripe lock
+  //    each, never with a class or policy lock held); a source removed or
+  //    replaced meanwhile is not resurrected. Drops are unlinked.
+  uint32_t added[kMaxBatch];
+  size_t nAdded = 0, moved = 0, aborted = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (b.drop[i]) {
+      index_.unlinkExact(b.src[i], b.hash[i]);
+      continue;
+    }
+    b.swapped[i] = index_.replaceExact(b.src[i], b.dst[i], table_.item(b.dst[i]), b.hash[i]);
+    if (b.swapped[i]) {
+      added[nAdded++] = b.dst[i].raw();
+      ++moved;
+    } else {
+      ++aborted;
+    }
+  }
+  // 5. The copies join the lower tier's policy: one policy-lock hold.
+  if (nAdded) lower->policy().addBatch(added, nAdded);
+
+  // 6. Our reference on each copy goes; an unpublished copy (source gone
+  //    meanwhile) is ours again and goes back to the lower free list.
+  CompressedRef lowerFree[kMaxBatch];
+  size_t nLowerFree = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (b.drop[i]) continue;
+    if (!table_.item(b.dst[i])->releaseRef()) continue;
+    if (b.swapped[i]) {
+      freeOwned(b.dst[i]);  // published, then removed before we let go: in the list
+    } else {
+      lowerFree[nLowerFree++] = b.dst[i];
+    }
+  }
+  if (nLowerFree) lower->pushFreeBatch(lowerFree, nLowerFree);
+
+  // 7. The sources end their move; each one nobody pins is ours to free
+  //    (they left the policy when claimed): into the caller's sink first,
+  //    the rest onto the free list in one class-lock hold. A source a reader
+  //    still pins is freed by that reader's release.
+  CompressedRef srcFree[kMaxBatch];
+  size_t nSrcFree = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (!table_.item(b.src[i])->finishMove()) continue;
+    if (sink && sink->got < sink->want) {
+      sink->out[sink->got++] = b.src[i];
+    } else {
+      srcFree[nSrcFree++] = b.src[i];
+    }
+  }
+  ac.pushFreeBatch(srcFree, nSrcFree);
+
+  ClassCounters& c = ac.counters();
+  if (moved) c.demotions.fetch_add(moved, std::memory_order_relaxed);
+  if (aborted) counters_.movesAborted.fetch_add(aborted, std::memory_order_relaxed);
+  (background ? c.bgEvictions : c.evictions).fetch_add(k, std::memory_order_relaxed);
+  return k;
 }
 
 bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
@@ -295,8 +436,14 @@ size_t Movers::flatClassIndex(const AllocationClass& ac) const {
   return (static_cast<size_t>(ac.tier()) * a.poolCount() + ac.pool()) * a.classCount() + ac.id();
 }
 
+bool Movers::served(const AllocationClass& ac) const {
+  // Background eviction serves the tiers that demote (or a single tier).
+  return !evictors_.empty() && (allocs_.size() == 1 || ac.tier() + 1 < allocs_.size());
+}
+
 void Movers::wakeEvictor(const AllocationClass& ac) {
-  if (!evictors_.empty()) evictors_[flatClassIndex(ac) % evictors_.size()]->wake();
+  const size_t cls = flatClassIndex(ac);
+  if (!evictors_.empty()) evictors_[cls % evictors_.size()]->tell(cls);
 }
 
 size_t Movers::classCount() const {
@@ -320,7 +467,13 @@ ClassUsage Movers::usage(size_t cls) const {
   if (allocs_.size() > 1 && ac.tier() + 1 == allocs_.size()) return u;
   u.capacity = static_cast<int64_t>(ac.slabCount() * ac.slotsPerSlab());
   u.free = static_cast<int64_t>(ac.freeSlots());
-  u.canGrow = allocs_[ac.tier()]->canGrow(ac.pool());
+  u.canGrow = allocs_[ac.tier()]->mayGrow(ac.pool());
+  // Slots taken since the last look (each class has one evictor, so one
+  // writer of its mark).
+  const uint64_t allocated = ac.counters().allocSuccess.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& mark = consumedMark_[cls];
+  u.consumed = static_cast<int64_t>(std::min<uint64_t>(allocated - mark.load(std::memory_order_relaxed), 1ull << 40));
+  mark.store(allocated, std::memory_order_relaxed);
   return u;
 }
 

@@ -117,12 +117,36 @@ class Movers final : public BackgroundTarget {
   size_t promoteBatch(size_t n) override;
 
  private:
+  // Items one batch moves: claimed in one policy-lock hold, given lower
+  // slots in one class-lock hold, added below in one policy-lock hold, their
+  // slots freed in one class-lock hold.
+  static constexpr size_t kMaxBatch = 32;
+  // The batch an allocation that found no free slot evicts itself.
+  static constexpr size_t kForegroundBatch = 8;
+
+  struct Batch;
+  class ClaimVisitor;
+  // Where freed source slots go before the free list: a caller that evicts
+  // to get slots takes them without another class-lock hold.
+  struct SlotSink {
+    CompressedRef* out;
+    size_t want;
+    size_t got;
+  };
+
   CompressedRef obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classId, bool background);
-  size_t evictInto(AllocationClass& ac, size_t n, CompressedRef* reuse, bool background);
+  // Up to n slots of a lower-tier class for a batch of copies, evicting a
+  // batch there first when it is full; returns how many.
+  size_t obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out, bool background);
+  size_t evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool background);
+  // Moves (or drops) one claimed batch; returns its size.
+  size_t moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, SlotSink* sink, bool background);
   bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
   bool promote(Item* item, CompressedRef ref);
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
   void freeOwned(CompressedRef ref);
+  // The class has a background evictor that keeps it free.
+  bool served(const AllocationClass& ac) const;
   void wakeEvictor(const AllocationClass& ac);
   // Flat class numbers run tier-major, then pool, then class.
   size_t flatClassIndex(const AllocationClass& ac) const;
@@ -136,6 +160,8 @@ class Movers final : public BackgroundTarget {
   CachePersistence& persistence_;
 
   MoverCounters counters_;
+  // Per flat class: allocSuccess when its evictor last looked (usage()).
+  std::unique_ptr<std::atomic<uint64_t>[]> consumedMark_;
   PromotionQueue queue_;
   RateLimiter limiter_;
   // Last: their threads stop before anything they use is destroyed.

@@ -9,6 +9,14 @@ void ClockPolicy::add(uint32_t ref) {
   list_.pushHead(ref);
 }
 
+void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) {
+    r_.hook(refs[i]).meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+    list_.pushHead(refs[i]);
+  }
+}
+
 bool ClockPolicy::remove(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);

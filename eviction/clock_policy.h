@@ -19,6 +19,7 @@ class ClockPolicy final : public EvictionPolicy {
   explicit ClockPolicy(const HookResolver& resolver) : r_(resolver), list_(resolver) {}
 
   void add(uint32_t ref) override;
+  void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;

@@ -65,6 +65,11 @@ class EvictionPolicy {
 
   // The new item becomes a member (it must not be one).
   virtual void add(uint32_t ref) = 0;
+  // Adds n refs as add() would, in that order; a policy with a list lock
+  // takes it once for the whole batch (the default just loops).
+  virtual void addBatch(const uint32_t* refs, size_t n) {
+    for (size_t i = 0; i < n; ++i) add(refs[i]);
+  }
   // Returns false if ref was not a member.
   virtual bool remove(uint32_t ref) = 0;
   virtual void recordAccess(uint32_t ref) = 0;

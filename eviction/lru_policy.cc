@@ -22,6 +22,21 @@ void LruPolicy::add(uint32_t ref) {
   rebalanceLocked();
 }
 
+void LruPolicy::addBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) {
+    EvictionHook& h = r_.hook(refs[i]);
+    if (insertionPoint_ == 0) {
+      h.meta.store(stamp(EvictionHook::kInList | EvictionHook::kHot), std::memory_order_relaxed);
+      hot_.pushHead(refs[i]);
+    } else {
+      h.meta.store(stamp(EvictionHook::kInList), std::memory_order_relaxed);
+      cold_.pushHead(refs[i]);
+      rebalanceLocked();
+    }
+  }
+}
+
 bool LruPolicy::remove(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);

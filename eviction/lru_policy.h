@@ -21,6 +21,7 @@ class LruPolicy final : public EvictionPolicy {
   LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs);
 
   void add(uint32_t ref) override;
+  void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
