@@ -170,7 +170,7 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
     // A class without a slab cannot evict: it must get one. Otherwise look
     // for another class's idle slab now and then (a look locks every class
     // of the pool), not on every miss.
-    const bool starving = ac.slabCount() == 0;
+    const bool starving = ac.slabless();
     if ((starving || ac.rebalanceCheckDue(kRebalanceCheckMs)) && rebalance(a, pool, classId, !starving)) {
       ref = a.allocateSlot(pool, classId);
       if (ref) return ref;
@@ -194,7 +194,7 @@ size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out,
   if (got == n) return got;
   if (!background && served(lower)) wakeEvictor(lower);
   lower.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
-  if (config_.rebalance.enabled && lower.slabCount() == 0 && rebalance(a, lower.pool(), lower.id(), false)) {
+  if (config_.rebalance.enabled && lower.slabless() && rebalance(a, lower.pool(), lower.id(), false)) {
     got += a.allocateSlots(lower.pool(), lower.id(), n - got, out + got);
   }
   // Full: evict a batch there first; its freed slots come straight here.

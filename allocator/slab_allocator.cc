@@ -95,6 +95,7 @@ void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {
 void AllocationClass::addSlab(uint32_t slab) {
   std::lock_guard<std::mutex> g(lock_);
   slabs_.push_back(slab);
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
   // Keep carving the current slab first: the new one goes underneath.
   if (carve_.empty()) {
     carve_.push_back(slab);
@@ -107,6 +108,7 @@ void AllocationClass::addSlab(uint32_t slab) {
 void AllocationClass::adoptSlab(uint32_t slab) {
   std::lock_guard<std::mutex> g(lock_);
   slabs_.push_back(slab);
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
 }
 
 uint64_t AllocationClass::slabCount() const {
@@ -184,6 +186,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
     if (wasBack) carveNext_ = 0;
   }
   slabs_.erase(std::find(slabs_.begin(), slabs_.end(), victim));
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
   return victim;
 }
 

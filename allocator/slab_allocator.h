@@ -131,6 +131,8 @@ class AllocationClass {
   void adoptSlab(uint32_t slab);
 
   uint64_t slabCount() const;
+  // Lock-free: the class owns no slab (a hint, exact once writers are quiet).
+  bool slabless() const { return slabsHint_.load(std::memory_order_relaxed) == 0; }
   uint64_t freeSlots() const;  // free list + uncarved
   // True at most once per intervalMs across all threads: rate-limits the
   // rebalancer's look for idle slabs from this class's slow path.
@@ -163,6 +165,7 @@ class AllocationClass {
   ClassCounters counters_;
   std::atomic<uint32_t> lastRebalanceCheck_{0};
   double lowWatermark_ = 0;
+  std::atomic<uint32_t> slabsHint_{0};  // slabs_.size(), written under lock_
   uint64_t lowSlots_ = 0;
 
   mutable std::mutex lock_;
