@@ -174,10 +174,17 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   bool ownedOld = false;
   const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
-  table_->owner(ref)->policy().add(ref.raw());
+  AllocationClass* ac = table_->owner(ref);
+  if (ownedOld && table_->owner(old) == ac) {
+    // The common replace: old and new in one class, one policy-lock hold.
+    ac->policy().addAndRemove(ref.raw(), old.raw());
+    ac->pushFree(old);
+  } else {
+    ac->policy().add(ref.raw());
+    if (ownedOld) freeOwned(old);
+  }
   counters_->inserts.add();
   if (old) counters_->replaces.add();
-  if (ownedOld) freeOwned(old);
   return static_cast<bool>(old);
 }
 

@@ -26,6 +26,18 @@ bool ClockPolicy::remove(uint32_t ref) {
   return true;
 }
 
+bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  EvictionHook& h = r_.hook(newRef);
+  EvictionHook& o = r_.hook(oldRef);
+  std::lock_guard<std::mutex> g(lock_);
+  h.meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+  list_.pushHead(newRef);
+  if (!(o.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
+  list_.unlink(oldRef);
+  o.meta.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 void ClockPolicy::recordAccess(uint32_t ref) {
   std::atomic<uint32_t>& meta = r_.hook(ref).meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
