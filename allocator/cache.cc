@@ -12,7 +12,9 @@
 #include "../tiers/tier_plan.h"
 #include "access_index.h"
 #include "cache_internal.h"
+#include "cache_persistence.h"
 #include "item.h"
+#include "movers.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
 
@@ -73,9 +75,9 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                          firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
-  movers_ = std::make_unique<MoverState>(*this, config_);
+  movers_ = std::make_unique<Movers>(MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_});
   recoverPersistentTiers();
-  startBackgroundWorkers();
+  movers_->start();
 }
 
 // Background threads stop first; then the persistent tiers are closed
@@ -112,7 +114,7 @@ ReadHandle Cache::find(std::string_view key) {
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
-  if (tier > 0 && config_.promotion.enabled) noteLowerTierHit(item, ref);
+  if (tier > 0 && config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
   return ReadHandle(this, item, ref);
 }
 
@@ -160,34 +162,12 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
       if (!persistentOnly || tiers_[t]->persistent()) ref = allocs_[t]->allocateSlot(pool, cid);
     }
   }
-  if (!ref) ref = obtainSlot(tier, pool, cid, false);
+  if (!ref) ref = movers_->obtainSlot(tier, pool, cid);
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
   return WriteHandle(this, item, ref);
-}
-
-bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
-  const int donorId = a.pickDonor(pool, classId, idleOnly);
-  if (donorId < 0) return false;
-  AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
-  std::vector<CompressedRef> claimed;
-  const uint32_t slab = donor.releaseSlab(claimed);
-  for (CompressedRef ref : claimed) {
-    Item* item = table_->item(ref);
-    if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
-  }
-  donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
-  if (slab == CompressedRef::kNull) {
-    for (CompressedRef ref : claimed) donor.pushFree(ref);
-    return false;
-  }
-  a.reassignSlab(slab, pool, classId);
-  donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
-  a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
-  counters_->rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
-  return true;
 }
 
 bool Cache::insertOrReplace(WriteHandle&& handle) {
@@ -199,10 +179,17 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   bool ownedOld = false;
   const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
-  table_->owner(ref)->policy().add(ref.raw());
+  AllocationClass* ac = table_->owner(ref);
+  if (ownedOld && table_->owner(old) == ac) {
+    // The common replace: old and new in one class, one policy-lock hold.
+    ac->policy().addAndRemove(ref.raw(), old.raw());
+    ac->pushFree(old);
+  } else {
+    ac->policy().add(ref.raw());
+    if (ownedOld) freeOwned(old);
+  }
   counters_->inserts.add();
   if (old) counters_->replaces.add();
-  if (ownedOld) freeOwned(old);
   return static_cast<bool>(old);
 }
 
@@ -231,11 +218,7 @@ void Cache::release(Item* item, CompressedRef ref) {
   if (item->releaseRef()) freeOwned(ref);
 }
 
-void Cache::freeOwned(CompressedRef ref) {
-  AllocationClass* ac = table_->owner(ref);
-  ac->policy().remove(ref.raw());
-  ac->pushFree(ref);
-}
+void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
 CacheStats Cache::stats() const {
   CacheStats s;
@@ -248,7 +231,6 @@ CacheStats Cache::stats() const {
   s.replaces = c.replaces.load();
   s.removes = c.removes.load();
   s.alloc_too_large = c.allocTooLarge.load();
-  s.rebalanced_slabs = c.rebalancedSlabs.load();
   s.item_header_bytes = sizeof(Item);
   s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(index_->bucketCount()) - 1);
   s.metadata_bytes = index_->metadataBytes() + table_->metadataBytes();
@@ -317,20 +299,7 @@ CacheStats Cache::stats() const {
     s.evictions += ts.evictions;
     s.tiers.push_back(std::move(ts));
   }
-  auto addWorker = [](WorkerStats& to, const BackgroundWorkerStats& w) {
-    ++to.threads;
-    to.runs += w.runs;
-    to.traversals += w.traversals;
-    to.items += w.items;
-    to.busy_nanos += w.busyNanos;
-  };
-  for (const auto& e : movers_->evictors) addWorker(s.background_evictor, e->stats());
-  if (movers_->promoter) addWorker(s.promoter, movers_->promoter->stats());
-  s.promotion_candidates = c.promotionCandidates.load(std::memory_order_relaxed);
-  s.promotions_rate_limited = c.promotionsRateLimited.load(std::memory_order_relaxed);
-  s.promotions_no_room = c.promotionsNoRoom.load(std::memory_order_relaxed);
-  s.promotion_queue_dropped = c.promotionQueueDropped.load(std::memory_order_relaxed);
-  s.moves_aborted = c.movesAborted.load(std::memory_order_relaxed);
+  movers_->addStats(s);
   s.recovered_items = c.recoveredItems;
   s.discarded_items = c.discardedItems;
   s.recovery_seconds = c.recoverySeconds;
@@ -344,11 +313,8 @@ std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
   movers_->stop();
   struct Restart {
-    MoverState& m;
-    ~Restart() {
-      for (auto& e : m.evictors) e->start();
-      if (m.promoter) m.promoter->start();
-    }
+    Movers& m;
+    ~Restart() { m.start(); }
   } restart{*movers_};
   std::string out;
   uint64_t live = 0;

@@ -1,10 +1,12 @@
-// Cache: the public facade. Owns the tiers, the slab allocator, the access
-// index and the eviction policies; every method is safe to call from any
-// number of threads at once.
+// Cache: the public facade. Owns the parts and wires them: the tiers, a
+// slab allocator per tier (with the eviction policies), the access index,
+// the movers (eviction, demotion, promotion, background threads) and the
+// persistence part. Every method is safe to call from any number of threads
+// at once.
 //
 // Life of an item: allocate() takes a slot from the (tier 0, pool, class)
-// that fits header + key + value, evicting that class's coldest unpinned
-// item when it has no free slot; the caller fills the value through the
+// that fits header + key + value, having the movers evict (demote) a small
+// batch of that class's coldest unpinned items when it has no free slot; the caller fills the value through the
 // WriteHandle; insertOrReplace() links it into the index (replacing an older
 // item of the same key) and into its class's eviction list. find() returns a
 // ReadHandle that pins the item. An item is freed when it is neither in the
@@ -31,10 +33,9 @@ class AllocationClass;
 class SlabAllocator;
 class SlabTable;
 class MemoryTier;
-class CacheBackground;
 class CachePersistence;
+class Movers;
 struct CacheCounters;
-struct MoverState;
 
 using PoolId = uint16_t;
 
@@ -100,7 +101,6 @@ class Cache {
   friend class ReadHandle;
   friend class WriteHandle;
   friend class CacheTestPeer;
-  friend class CacheBackground;
   friend class CachePersistence;
 
   void release(Item* item, CompressedRef ref);
@@ -113,27 +113,7 @@ class Cache {
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);
-  // Moves a slab from another class of the pool to `classId`.
-  bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
   uint64_t hashKey(std::string_view key) const;
-
-  // ---- moving items between tiers (cache_mover.cc) ----
-  // A slot of (tier, pool, class): free, new slab, rebalanced slab, or one
-  // freed by evicting (demoting) the class's coldest unpinned item.
-  CompressedRef obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId, bool background);
-  // Evicts up to n items of the class, a few per policy-lock hold: each is
-  // demoted into the next tier (or dropped at the last). A freed slot goes
-  // to *reuse if that is non-null and still empty, else to the free list.
-  size_t evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, bool background);
-  // Copies src (marked moving) into the slot dst and swaps the index entry;
-  // false if src was removed or replaced meanwhile (dst is then freed).
-  bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
-  void noteLowerTierHit(Item* item, CompressedRef ref);
-  // Moves a pinned item one tier up if the upper class has room; never evicts.
-  bool promote(Item* item, CompressedRef ref);
-  void wakeEvictor(const AllocationClass& ac);
-  size_t flatClassIndex(const AllocationClass& ac) const;
-  void startBackgroundWorkers();
 
   // ---- persistent tiers (cache_persistence.cc) ----
   static uint64_t layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier,
@@ -154,8 +134,9 @@ class Cache {
   std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
-  // Last: its threads stop before anything they use is destroyed.
-  std::unique_ptr<MoverState> movers_;
+  // Moving items between tiers (allocator/movers.h). Last: its threads stop
+  // before anything they use is destroyed.
+  std::unique_ptr<Movers> movers_;
 };
 
 }  // namespace tiercache

@@ -10,7 +10,9 @@
 #include "access_index.h"
 #include "cache.h"
 #include "cache_internal.h"
+#include "cache_persistence.h"
 #include "item.h"
+#include "movers.h"
 #include "slab_allocator.h"
 #include "../tiers/memory_tier.h"
 
@@ -172,7 +174,7 @@ void Cache::closePersistentTiers() {
         for (uint32_t c = 0; c < a.classCount(); ++c) {
           AllocationClass& ac = a.cls(p, c);
           const size_t n = ac.policy().size();
-          if (n) evictFrom(ac, n, nullptr, true);
+          if (n) movers_->evict(ac, n, true);
         }
       }
     }

@@ -29,8 +29,30 @@ AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool,
       slotsPerSlab_(static_cast<uint32_t>(table.slabSize() / allocSize)),
       policy_(std::move(policy)) {}
 
-CompressedRef AllocationClass::popFree() {
+CompressedRef AllocationClass::popFree(bool* belowLow) {
   std::lock_guard<std::mutex> g(lock_);
+  const CompressedRef ref = popFreeLocked();
+  if (belowLow) {
+    const uint64_t free = freeCount_ + uncarvedLocked();
+    const uint64_t capacity = slabs_.size() * slotsPerSlab_;
+    *belowLow = free < std::min(lowSlots_, capacity) ||
+                100.0 * static_cast<double>(free) < lowWatermark_ * static_cast<double>(capacity);
+  }
+  return ref;
+}
+
+size_t AllocationClass::allocateSlots(size_t n, CompressedRef* out) {
+  std::lock_guard<std::mutex> g(lock_);
+  size_t got = 0;
+  while (got < n) {
+    const CompressedRef ref = popFreeLocked();
+    if (!ref) break;
+    out[got++] = ref;
+  }
+  return got;
+}
+
+CompressedRef AllocationClass::popFreeLocked() {
   if (freeHead_ != CompressedRef::kNull) {
     const CompressedRef ref(freeHead_);
     Item* it = table_.item(ref);
@@ -60,9 +82,22 @@ void AllocationClass::pushFree(CompressedRef ref) {
   ++freeCount_;
 }
 
+void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) {
+    Item* it = table_.item(refs[i]);
+    it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+    it->hashNext = freeHead_;
+    freeHead_ = refs[i].raw();
+  }
+  freeCount_ += n;
+}
+
 void AllocationClass::addSlab(uint32_t slab) {
   std::lock_guard<std::mutex> g(lock_);
   slabs_.push_back(slab);
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
   // Keep carving the current slab first: the new one goes underneath.
   if (carve_.empty()) {
     carve_.push_back(slab);
@@ -75,6 +110,7 @@ void AllocationClass::addSlab(uint32_t slab) {
 void AllocationClass::adoptSlab(uint32_t slab) {
   std::lock_guard<std::mutex> g(lock_);
   slabs_.push_back(slab);
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
 }
 
 uint64_t AllocationClass::slabCount() const {
@@ -152,6 +188,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
     if (wasBack) carveNext_ = 0;
   }
   slabs_.erase(std::find(slabs_.begin(), slabs_.end(), victim));
+  slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
   return victim;
 }
 
@@ -282,6 +319,13 @@ CompressedRef SlabAllocator::allocateSlot(uint32_t pool, uint32_t classId) {
   CompressedRef ref = c.popFree();
   if (!ref && growClass(pool, classId)) ref = c.popFree();
   return ref;
+}
+
+size_t SlabAllocator::allocateSlots(uint32_t pool, uint32_t classId, size_t n, CompressedRef* out) {
+  AllocationClass& c = cls(pool, classId);
+  size_t got = c.allocateSlots(n, out);
+  while (got < n && growClass(pool, classId)) got += c.allocateSlots(n - got, out + got);
+  return got;
 }
 
 bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {

@@ -99,10 +99,31 @@ class AllocationClass {
   const ClassCounters& counters() const { return counters_; }
 
   // A free or never-used slot, or null. The slot's Item is uninitialised
-  // except for state, which is not kFreeSlot any more.
-  CompressedRef popFree();
+  // except for state, which is not kFreeSlot any more. With belowLow, also
+  // tells whether the class is left below its low watermark (see
+  // setLowWatermark) with a full complement of slabs carved or not.
+  CompressedRef popFree(bool* belowLow = nullptr);
+  // Up to n slots as popFree gives them, in one lock hold; returns how many
+  // were written to out.
+  size_t allocateSlots(size_t n, CompressedRef* out);
   // Returns an exclusively owned slot to the free list.
   void pushFree(CompressedRef ref);
+  // Returns n exclusively owned slots (no longer in the eviction list) to
+  // the free list in one lock hold.
+  void pushFreeBatch(const CompressedRef* refs, size_t n);
+  // Free share of the class (percent of its slots), or free slot count,
+  // under which popFree reports belowLow; 0 and 0 (the default): never.
+  // Set before other threads run.
+  void setLowWatermark(double percent, uint64_t slots = 0) {
+    lowWatermark_ = percent;
+    lowSlots_ = slots;
+  }
+  // Frees an item the caller owns exclusively (see Item): out of the
+  // eviction list if it is still a member, onto the free list.
+  void freeOwned(CompressedRef ref) {
+    policy_->remove(ref.raw());
+    pushFree(ref);
+  }
   // Takes a newly assigned slab (its allocSize and owner already set).
   void addSlab(uint32_t slab);
   // Takes a slab found in a persistent tier at start-up: fully carved; the
@@ -110,6 +131,8 @@ class AllocationClass {
   void adoptSlab(uint32_t slab);
 
   uint64_t slabCount() const;
+  // Lock-free: the class owns no slab (a hint, exact once writers are quiet).
+  bool slabless() const { return slabsHint_.load(std::memory_order_relaxed) == 0; }
   uint64_t freeSlots() const;  // free list + uncarved
   // True at most once per intervalMs across all threads: rate-limits the
   // rebalancer's look for idle slabs from this class's slow path.
@@ -134,12 +157,16 @@ class AllocationClass {
 
  private:
   uint32_t uncarvedLocked() const;
+  CompressedRef popFreeLocked();
 
   SlabTable& table_;
   const uint32_t tier_, pool_, id_, allocSize_, slotsPerSlab_;
   std::unique_ptr<EvictionPolicy> policy_;
   ClassCounters counters_;
   std::atomic<uint32_t> lastRebalanceCheck_{0};
+  double lowWatermark_ = 0;
+  std::atomic<uint32_t> slabsHint_{0};  // slabs_.size(), written under lock_
+  uint64_t lowSlots_ = 0;
 
   mutable std::mutex lock_;
   std::vector<uint32_t> slabs_;        // every slab owned
@@ -180,6 +207,14 @@ class SlabAllocator {
 
   // Free list, uncarved space, or a new slab within the pool's quota.
   CompressedRef allocateSlot(uint32_t pool, uint32_t classId);
+  // Up to n slots the same way, taking a new slab if the class runs out;
+  // returns how many were written to out.
+  size_t allocateSlots(uint32_t pool, uint32_t classId, size_t n, CompressedRef* out);
+  // Lock-free hint: the pool may still take an unassigned slab of this tier.
+  bool mayGrow(uint32_t pool) const {
+    const Pool& p = *pools_[pool];
+    return p.owned.load(std::memory_order_relaxed) < p.quota && !exhausted_.load(std::memory_order_relaxed);
+  }
   // Gives the pool's next unassigned slab to the class; false at quota.
   bool growClass(uint32_t pool, uint32_t classId);
   // Hands a released slab to another class of the same pool.

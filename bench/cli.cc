@@ -174,13 +174,25 @@ void requireConfig(const Args& a) {
 
 struct Figures {
   double get_per_sec, set_per_sec, ops_per_sec, hit_ratio;
+  double tier0_hit_share;  // hits served by the first tier, of all hits
+  double cpu_us_per_op;    // process CPU (user + sys) per operation
+  LatencySummary get, set;
 };
 
 Figures figuresOf(const WorkloadResult& r) {
   double t = r.elapsed_seconds > 0 ? r.elapsed_seconds : 1e-9;
   uint64_t gets = r.after.gets - r.before.gets, hits = r.after.hits - r.before.hits;
-  return Figures{double(r.ops.gets) / t, double(r.ops.sets) / t, double(r.ops.ops()) / t,
-                 gets ? double(hits) / double(gets) : 0.0};
+  uint64_t tier0 = r.after.tiers.empty() ? 0
+                   : r.after.tiers[0].hits - (r.before.tiers.empty() ? 0 : r.before.tiers[0].hits);
+  const uint64_t ops = r.ops.ops();
+  return Figures{double(r.ops.gets) / t,
+                 double(r.ops.sets) / t,
+                 double(ops) / t,
+                 gets ? double(hits) / double(gets) : 0.0,
+                 hits ? double(tier0) / double(hits) : 0.0,
+                 ops ? 1e6 * r.cpu_seconds / double(ops) : 0.0,
+                 summarize(r.get_latency),
+                 summarize(r.set_latency)};
 }
 
 // One fresh cache, one run; throws on failures.
@@ -362,12 +374,30 @@ int commandCompare(const Args& a, std::ostream& out, std::ostream& err, bool ter
     for (const Figures& f : figures[side]) v.push_back(f.*field);
     return v;
   };
+  auto lat = [&](int side, LatencySummary Figures::*op, double LatencySummary::*q) {
+    std::vector<double> v;
+    for (const Figures& f : figures[side]) v.push_back(f.*op.*q);
+    return v;
+  };
   std::vector<ComparisonRow> rows = {
       {"get/s", column(0, &Figures::get_per_sec), column(1, &Figures::get_per_sec), false},
       {"set/s", column(0, &Figures::set_per_sec), column(1, &Figures::set_per_sec), false},
       {"ops/s", column(0, &Figures::ops_per_sec), column(1, &Figures::ops_per_sec), false},
       {"hit ratio", column(0, &Figures::hit_ratio), column(1, &Figures::hit_ratio), true},
+      {"tier-0 share of hits", column(0, &Figures::tier0_hit_share), column(1, &Figures::tier0_hit_share), true},
+      {"CPU us/op", column(0, &Figures::cpu_us_per_op), column(1, &Figures::cpu_us_per_op), false},
   };
+  const std::pair<const char*, LatencySummary Figures::*> ops[] = {{"get", &Figures::get}, {"set", &Figures::set}};
+  const std::pair<const char*, double LatencySummary::*> qs[] = {{"p50", &LatencySummary::p50_us},
+                                                                 {"p90", &LatencySummary::p90_us},
+                                                                 {"p99", &LatencySummary::p99_us},
+                                                                 {"p99.9", &LatencySummary::p999_us},
+                                                                 {"max", &LatencySummary::max_us}};
+  for (const auto& [opName, op] : ops) {
+    for (const auto& [qName, q] : qs) {
+      rows.push_back({std::string(opName) + " " + qName + " us", lat(0, op, q), lat(1, op, q), false});
+    }
+  }
   out << formatComparison("A: " + a.positional[0], "B: " + a.positional[1], rows);
   return kExitOk;
 }

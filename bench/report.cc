@@ -48,6 +48,32 @@ std::string opLine(const char* name, uint64_t count, uint64_t success, double se
                 pct(success, count));
 }
 
+std::string latencyLine(const char* name, const LatencyHistogram& h) {
+  const LatencySummary l = summarize(h);
+  return sformat("%-10s: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.1f  (%s ops)\n", name, l.p50_us, l.p90_us,
+                 l.p99_us, l.p999_us, l.max_us, withCommas(l.count).c_str());
+}
+
+json latencyJson(const LatencyHistogram& h) {
+  const LatencySummary l = summarize(h);
+  return json{{"count", l.count}, {"p50", l.p50_us},   {"p90", l.p90_us},
+              {"p99", l.p99_us},  {"p999", l.p999_us}, {"max", l.max_us}};
+}
+
+// Latency, CPU per operation and the idle phase.
+std::string formatCostBlock(const WorkloadResult& r) {
+  std::string s = "== Latency (us) ==\n";
+  s += latencyLine("get", r.get_latency);
+  s += latencyLine("set", r.set_latency);
+  const uint64_t ops = r.ops.ops();
+  s += sformat("CPU           : %.3f s user+sys, %.3f us/op, %.2f cores busy\n", r.cpu_seconds,
+               ops ? 1e6 * r.cpu_seconds / double(ops) : 0.0, r.elapsed_seconds > 0 ? r.cpu_seconds / r.elapsed_seconds : 0.0);
+  if (r.idle_seconds > 0)
+    s += sformat("Idle CPU      : %.2f%% of a core over %.3f s with the workload paused\n",
+                 100.0 * r.idle_cpu_seconds / r.idle_seconds, r.idle_seconds);
+  return s;
+}
+
 // Per-tier lines and the background blocks, over the measured phase.
 std::string formatTierBlocks(const WorkloadResult& r) {
   const CacheStats& a = r.after;
@@ -59,8 +85,9 @@ std::string formatTierBlocks(const WorkloadResult& r) {
       const TierStats& t = a.tiers[i];
       const TierStats& t0 = i < b.tiers.size() ? b.tiers[i] : TierStats{};
       const uint64_t gets = a.gets - b.gets;
-      s += sformat("%-8s: hits %s (%.2f%% of gets), evictions %s, background %s, demoted %s, promoted %s\n",
+      s += sformat("%-8s: hits %s (%.2f%% of gets, %.2f%% of hits), evictions %s, background %s, demoted %s, promoted %s\n",
                    t.name.c_str(), withCommas(t.hits - t0.hits).c_str(), pct(t.hits - t0.hits, gets),
+                   pct(t.hits - t0.hits, a.hits - b.hits),
                    withCommas(t.evictions - t0.evictions).c_str(),
                    withCommas(t.background_evictions - t0.background_evictions).c_str(),
                    withCommas(t.demotions - t0.demotions).c_str(), withCommas(t.promotions - t0.promotions).c_str());
@@ -134,6 +161,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
   if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
   s += formatTierBlocks(r);
+  s += formatCostBlock(r);
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -162,6 +190,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                      {"kind", t.kind},
                      {"items", t.items},
                      {"hits", t.hits - b.hits},
+                     {"hit_share", d.hits ? double(t.hits - b.hits) / double(d.hits) : 0.0},
                      {"evictions", t.evictions - b.evictions},
                      {"background_evictions", t.background_evictions - b.background_evictions},
                      {"demotions", t.demotions - b.demotions},
@@ -193,12 +222,22 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
         {"lookaside_sets", r.ops.lookaside_sets},
         {"total", r.ops.ops()},
         {"per_second", rate(r.ops.ops(), r.elapsed_seconds)}}},
+      {"latency_us", {{"get", latencyJson(r.get_latency)}, {"set", latencyJson(r.set_latency)}}},
+      {"cpu",
+       {{"seconds", r.cpu_seconds},
+        {"per_op_us", r.ops.ops() ? 1e6 * r.cpu_seconds / double(r.ops.ops()) : 0.0},
+        {"cores_busy", r.elapsed_seconds > 0 ? r.cpu_seconds / r.elapsed_seconds : 0.0}}},
       {"value_check_failures", r.ops.value_mismatches},
       {"elapsed_seconds", r.elapsed_seconds},
       {"prepopulate",
        {{"sets", r.prepopulate.sets}, {"stored", r.prepopulate.set_success}, {"seconds", r.prepopulate_seconds}}},
   };
   if (!r.first_mismatch.empty()) j["first_value_check_failure"] = r.first_mismatch;
+  if (r.idle_seconds > 0) {
+    j["idle"] = {{"seconds", r.idle_seconds},
+                 {"cpu_seconds", r.idle_cpu_seconds},
+                 {"cpu_percent_of_core", 100.0 * r.idle_cpu_seconds / r.idle_seconds}};
+  }
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

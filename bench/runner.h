@@ -14,6 +14,7 @@
 
 #include "allocator/cache.h"
 #include "allocator/cache_stats.h"
+#include "bench/latency.h"
 #include "bench/workload.h"
 
 namespace tiercache::bench {
@@ -53,6 +54,16 @@ struct WorkloadResult {
   CacheStats before;           // cache stats when the measured phase started
   CacheStats after;            // ... and when it ended
   std::string first_mismatch;  // description of the first failed verification
+  // Measured phase, all threads merged: the time of each get (find, and the
+  // handle's release) and each set (allocate, fill, insert), and the
+  // process CPU time (getrusage: user + system, every thread, background
+  // workers included).
+  LatencyHistogram get_latency;
+  LatencyHistogram set_latency;
+  double cpu_seconds = 0;
+  // Idle phase (workload.idle_ms): its length and the process CPU in it.
+  double idle_seconds = 0;
+  double idle_cpu_seconds = 0;
 };
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});

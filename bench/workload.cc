@@ -165,6 +165,12 @@ const std::vector<Option>& options() {
          if (n > 3'600'000) throw ConfigError(p, "must be at most 3600000 (one hour)");
          c.progress_interval_ms = static_cast<uint32_t>(n);
        }},
+      {"idle_ms",
+       [](WorkloadConfig& c, const json& v, const std::string& p) {
+         uint64_t n = parseUint(v, p);
+         if (n > 600'000) throw ConfigError(p, "must be at most 600000 (ten minutes)");
+         c.idle_ms = static_cast<uint32_t>(n);
+       }},
   };
   return kOptions;
 }
@@ -401,6 +407,7 @@ std::string WorkloadConfig::toJson() const {
       {"prepopulate", prepopulate},
       {"seed", seed},
       {"progress_interval_ms", progress_interval_ms},
+      {"idle_ms", idle_ms},
   };
   // Piecewise sizes replace the plain range (the parser refuses both).
   if (!key_size_buckets.empty()) {

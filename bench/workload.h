@@ -65,6 +65,10 @@ struct WorkloadConfig {
   bool prepopulate = true;            // set keys (coldest first) before measuring
   uint64_t seed = 1;
   uint32_t progress_interval_ms = 1000;  // 0: no progress line
+  // After the measured phase, the cache sits idle this long while the
+  // process CPU is measured (what background threads cost when nothing
+  // happens); 0: no idle phase.
+  uint32_t idle_ms = 0;
 
   // Parse the "workload" object of a whole config document; throws ConfigError.
   static WorkloadConfig fromJsonString(std::string_view document);

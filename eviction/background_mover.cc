@@ -1,5 +1,7 @@
 #include "background_mover.h"
 
+#include <algorithm>
+
 namespace tiercache {
 
 void WorkerCounters::recordRun(uint64_t traversals, uint64_t items, std::chrono::steady_clock::time_point start) {
@@ -20,24 +22,73 @@ BackgroundWorkerStats WorkerCounters::snapshot() const {
 }
 
 BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id,
-                                     size_t threads, std::chrono::milliseconds interval)
+                                     size_t threads, std::chrono::milliseconds interval,
+                                     std::chrono::milliseconds idleInterval)
     : target_(target),
       strategy_(std::move(strategy)),
       id_(id),
       threads_(threads ? threads : 1),
+      interval_(interval),
+      idleInterval_(std::max(idleInterval, interval)),
+      told_(std::make_unique<std::atomic<bool>[]>(target.classCount())),
+      wait_(interval),
       worker_("tc-evict-" + std::to_string(id), interval, [this] { runOnce(); }) {}
+
+void BackgroundEvictor::tell(size_t cls) {
+  // Hot path of allocations below the watermark: plain loads while a tell
+  // is already pending.
+  if (!told_[cls].load(std::memory_order_relaxed)) told_[cls].store(true, std::memory_order_relaxed);
+  if (!anyTold_.load(std::memory_order_relaxed)) anyTold_.store(true, std::memory_order_release);
+  worker_.wake();
+}
+
+namespace {
+// Full looks that find nothing before the evictor starts to look less often.
+constexpr uint32_t kIdleLooksBeforeBackoff = 64;
+}  // namespace
+
+size_t BackgroundEvictor::serve(size_t cls, uint64_t& visited, bool& active) {
+  ++visited;
+  const ClassUsage u = target_.usage(cls);
+  if (u.consumed > 0) active = true;
+  const size_t batch = strategy_->batchFor(u);
+  return batch > 0 ? target_.evictBatch(cls, batch) : 0;
+}
 
 size_t BackgroundEvictor::runOnce() {
   const auto t0 = std::chrono::steady_clock::now();
   size_t done = 0;
   uint64_t visited = 0;
   const size_t n = target_.classCount();
-  for (size_t c = id_; c < n; c += threads_) {
-    ++visited;
-    const size_t batch = strategy_->batchFor(target_.usage(c));
-    if (batch > 0) done += target_.evictBatch(c, batch);
+  const bool told = anyTold_.exchange(false, std::memory_order_acq_rel);
+  bool active = false;  // some class allocated since the last look
+  if (told) {
+    for (size_t c = id_; c < n; c += threads_) {
+      if (told_[c].load(std::memory_order_relaxed) && told_[c].exchange(false, std::memory_order_relaxed)) {
+        done += serve(c, visited, active);
+      }
+    }
   }
-  counters_.recordRun(visited, done, t0);
+  if (t0 - lastFullLook_ >= wait_) {
+    lastFullLook_ = t0;
+    size_t found = 0;
+    for (size_t c = id_; c < n; c += threads_) found += serve(c, visited, active);
+    done += found;
+    // Work, or a cache in use: keep the interval. An idle cache for a
+    // while: look again later and later (a tell still gets a run at once).
+    if (found || told || active) {
+      idleLooks_ = 0;
+      wait_ = interval_;
+    } else if (++idleLooks_ > kIdleLooksBeforeBackoff) {
+      wait_ = std::min(wait_ * 2, idleInterval_);
+    }
+  } else if (told) {
+    idleLooks_ = 0;
+    wait_ = interval_;
+  }
+  // Told classes keep the evictor at the interval while they are short.
+  worker_.waitNext(told || done ? interval_ : wait_);
+  if (visited) counters_.recordRun(visited, done, t0);
   return done;
 }
 

@@ -4,12 +4,16 @@
 // implements, so eviction/ never sees items, slabs or tiers: classes are
 // numbered 0..classCount()-1 and the cache does the moving.
 //
-// Each BackgroundEvictor serves the classes i with i % threads == its id,
-// runs every interval (and when woken by an allocation that found no free
-// slot), asks its strategy for a batch per class, and has the cache evict
-// (demote) that many items. The cache takes its locks a few items at a
-// time, never for a whole batch. Counters are atomic: stats() reads them
-// from other threads.
+// Each BackgroundEvictor serves the classes i with i % threads == its id.
+// It is told: an allocation that leaves a class below its low watermark
+// calls tell(class), and the evictor serves the told classes at once. It
+// also looks at all its classes every interval while the cache is in use,
+// and after 64 looks that found neither work nor allocations less and less
+// often (up to idleInterval), so an idle cache costs about one look per
+// idleInterval. For each class it asks its strategy for a batch and has the
+// cache evict (demote) that many items; the cache takes each lock once per
+// sub-batch of a few dozen items, never for a whole batch. Counters are
+// atomic: stats() reads them from other threads.
 #pragma once
 
 #include <atomic>
@@ -59,10 +63,13 @@ class WorkerCounters {
 class BackgroundEvictor {
  public:
   BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id,
-                    size_t threads, std::chrono::milliseconds interval);
+                    size_t threads, std::chrono::milliseconds interval,
+                    std::chrono::milliseconds idleInterval = std::chrono::milliseconds(1000));
   void start() { worker_.start(); }
   void stop() { worker_.stop(); }
   void wake() { worker_.wake(); }
+  // Class cls (one of this evictor's) is short of free slots: serve it soon.
+  void tell(size_t cls);
   BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   // One pass over this evictor's classes (what the thread runs).
   size_t runOnce();
@@ -70,7 +77,16 @@ class BackgroundEvictor {
  private:
   BackgroundTarget& target_;
   std::unique_ptr<EvictionStrategy> strategy_;
+  size_t serve(size_t cls, uint64_t& visited, bool& active);
+
   const size_t id_, threads_;
+  const std::chrono::milliseconds interval_, idleInterval_;
+  std::unique_ptr<std::atomic<bool>[]> told_;  // per class of the target
+  std::atomic<bool> anyTold_{false};
+  // The worker thread's own: current full-look interval, idle looks in a row.
+  std::chrono::milliseconds wait_;
+  uint32_t idleLooks_ = 0;
+  std::chrono::steady_clock::time_point lastFullLook_{};
   WorkerCounters counters_;
   PeriodicWorker worker_;  // last: its thread must stop before the rest goes
 };

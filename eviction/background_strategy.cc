@@ -23,6 +23,7 @@ size_t FreeThresholdStrategy::batchFor(const ClassUsage& u) const {
   if (100.0 * static_cast<double>(free) >= low_ * static_cast<double>(u.capacity)) return 0;
   const int64_t target = static_cast<int64_t>(std::ceil(high_ * static_cast<double>(u.capacity) / 100.0));
   int64_t want = target - free;  // > 0: free < low <= high
+  want = std::max(want, std::clamp<int64_t>(u.consumed, 0, target));
   want = std::clamp(want, minBatch_, maxBatch_);
   want = std::min(want, u.capacity - free);  // cannot evict more items than the class holds
   return want > 0 ? static_cast<size_t>(want) : 0;

@@ -16,6 +16,7 @@ struct ClassUsage {
   int64_t capacity = 0;   // slots in the class's slabs
   int64_t free = 0;       // free + never-used slots
   bool canGrow = false;   // the pool may still hand this class a new slab
+  int64_t consumed = 0;   // slots allocated since the evictor last looked
 };
 
 class EvictionStrategy {
@@ -27,7 +28,9 @@ class EvictionStrategy {
 };
 
 // Evicts when free space falls below `lowPercent` of the class, enough to
-// bring it back to `highPercent`, in [minBatch, maxBatch].
+// bring it back to `highPercent` or to cover what the class consumed since
+// the last look (whichever is more: a class that consumes fast gets ahead),
+// in [minBatch, maxBatch].
 class FreeThresholdStrategy final : public EvictionStrategy {
  public:
   FreeThresholdStrategy(double lowPercent, double highPercent, size_t minBatch, size_t maxBatch);

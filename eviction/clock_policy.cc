@@ -9,12 +9,32 @@ void ClockPolicy::add(uint32_t ref) {
   list_.pushHead(ref);
 }
 
+void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) {
+    r_.hook(refs[i]).meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+    list_.pushHead(refs[i]);
+  }
+}
+
 bool ClockPolicy::remove(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
   if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
   list_.unlink(ref);
   h.meta.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  EvictionHook& h = r_.hook(newRef);
+  EvictionHook& o = r_.hook(oldRef);
+  std::lock_guard<std::mutex> g(lock_);
+  h.meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+  list_.pushHead(newRef);
+  if (!(o.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
+  list_.unlink(oldRef);
+  o.meta.store(0, std::memory_order_relaxed);
   return true;
 }
 

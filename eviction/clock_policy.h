@@ -19,7 +19,9 @@ class ClockPolicy final : public EvictionPolicy {
   explicit ClockPolicy(const HookResolver& resolver) : r_(resolver), list_(resolver) {}
 
   void add(uint32_t ref) override;
+  void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
+  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;

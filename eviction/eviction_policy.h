@@ -65,8 +65,20 @@ class EvictionPolicy {
 
   // The new item becomes a member (it must not be one).
   virtual void add(uint32_t ref) = 0;
+  // Adds n refs as add() would, in that order; a policy with a list lock
+  // takes it once for the whole batch (the default just loops).
+  virtual void addBatch(const uint32_t* refs, size_t n) {
+    for (size_t i = 0; i < n; ++i) add(refs[i]);
+  }
   // Returns false if ref was not a member.
   virtual bool remove(uint32_t ref) = 0;
+  // add(newRef) and remove(oldRef) as one step (a replacing set whose old
+  // item is in the same class): a policy with a list lock takes it once.
+  // Returns what remove(oldRef) would.
+  virtual bool addAndRemove(uint32_t newRef, uint32_t oldRef) {
+    add(newRef);
+    return remove(oldRef);
+  }
   virtual void recordAccess(uint32_t ref) = 0;
   // Offers candidates, coldest first, to visitor; a kTake'n ref is unlinked
   // before the lock is released. Stops after `want` takes, `maxScan`

@@ -10,8 +10,12 @@ LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint
     : r_(resolver), insertionPoint_(insertionPoint), refreshMs_(refreshMs), hot_(resolver), cold_(resolver) {}
 
 void LruPolicy::add(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
+  addLocked(ref);
+}
+
+void LruPolicy::addLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   if (insertionPoint_ == 0) {
     h.meta.store(stamp(EvictionHook::kInList | EvictionHook::kHot), std::memory_order_relaxed);
     hot_.pushHead(ref);
@@ -22,9 +26,24 @@ void LruPolicy::add(uint32_t ref) {
   rebalanceLocked();
 }
 
-bool LruPolicy::remove(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
+void LruPolicy::addBatch(const uint32_t* refs, size_t n) {
   std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) addLocked(refs[i]);
+}
+
+bool LruPolicy::remove(uint32_t ref) {
+  std::lock_guard<std::mutex> g(lock_);
+  return removeLocked(ref);
+}
+
+bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  std::lock_guard<std::mutex> g(lock_);
+  addLocked(newRef);
+  return removeLocked(oldRef);
+}
+
+bool LruPolicy::removeLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
   listOf(meta).unlink(ref);

@@ -21,7 +21,9 @@ class LruPolicy final : public EvictionPolicy {
   LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs);
 
   void add(uint32_t ref) override;
+  void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
+  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
@@ -30,6 +32,8 @@ class LruPolicy final : public EvictionPolicy {
 
  private:
   void rebalanceLocked();
+  void addLocked(uint32_t ref);
+  bool removeLocked(uint32_t ref);
   IntrusiveList& listOf(uint32_t meta) { return (meta & EvictionHook::kHot) ? hot_ : cold_; }
 
   const HookResolver& r_;

@@ -46,7 +46,9 @@ void PeriodicWorker::loop() {
     task_();
     runs_.fetch_add(1, std::memory_order_relaxed);
     lk.lock();
-    cv_.wait_for(lk, interval_, [this] { return stopRequested_ || wakePending_.load(std::memory_order_acquire); });
+    const auto wait = nextWaitMs_ >= 0 ? std::chrono::milliseconds(nextWaitMs_) : interval_;
+    nextWaitMs_ = -1;
+    cv_.wait_for(lk, wait, [this] { return stopRequested_ || wakePending_.load(std::memory_order_acquire); });
   }
 }
 

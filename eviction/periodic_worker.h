@@ -26,6 +26,9 @@ class PeriodicWorker {
   // Runs the task soon without waiting for the interval. Cheap when a wake
   // is already pending: callers on hot paths may call it freely.
   void wake();
+  // Called from the task: the next wait (unless woken) lasts `wait` instead
+  // of the interval, once.
+  void waitNext(std::chrono::milliseconds wait) { nextWaitMs_ = wait.count(); }
   bool running() const { return running_.load(std::memory_order_acquire); }
   uint64_t runs() const { return runs_.load(std::memory_order_relaxed); }
   const std::string& name() const { return name_; }
@@ -40,6 +43,7 @@ class PeriodicWorker {
   std::condition_variable cv_;
   bool stopRequested_ = false;
   std::atomic<bool> wakePending_{false};
+  int64_t nextWaitMs_ = -1;  // the worker thread's own
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> runs_{0};
   std::thread thread_;

@@ -142,5 +142,27 @@ TEST(EvictionPolicyFactory, UnknownKindIsRefused) {
 
 INSTANTIATE_TEST_SUITE_P(All, PolicyTest, ::testing::Values("lru", "lru-midpoint", "clock"));
 
+// The batch entry points keep the order the one-at-a-time calls give.
+TEST(EvictionPolicyBatch, AddBatchAndAddAndRemoveMatchTheSingleCalls) {
+  for (const char* kind : {"lru", "clock"}) {
+    ArrayResolver r1(16), r2(16);
+    EvictionPolicyOptions o;
+    o.kind = kind;
+    o.lruRefreshMs = 0;
+    auto single = makeEvictionPolicy(o, r1);
+    auto batched = makeEvictionPolicy(o, r2);
+    const uint32_t refs[] = {3, 1, 4, 5, 9, 2, 6};
+    for (uint32_t ref : refs) single->add(ref);
+    batched->addBatch(refs, 7);
+    single->add(7);
+    EXPECT_TRUE(single->remove(4));
+    EXPECT_TRUE(batched->addAndRemove(7, 4)) << kind;
+    EXPECT_FALSE(batched->addAndRemove(8, 4)) << kind << ": 4 is no longer a member";
+    single->add(8);
+    EXPECT_EQ(batched->size(), single->size()) << kind;
+    EXPECT_EQ(drain(*batched, 16), drain(*single, 16)) << kind;
+  }
+}
+
 }  // namespace
 }  // namespace tiercache

@@ -1,0 +1,522 @@
+// Moving items between tiers: demotion on eviction, promotion of hot items,
+// and the movers' side of the background workers. See docs/design.md,
+// "Movers".
+#include "movers.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "access_index.h"
+#include "cache_persistence.h"
+#include "item.h"
+#include "slab_allocator.h"
+
+namespace tiercache {
+
+namespace {
+
+// Candidates one policy-lock hold may look at beyond the batch (pinned ones
+// are skipped).
+constexpr size_t kEvictionMaxScan = 64;
+// Evictions an allocation tries before it fails (every candidate pinned).
+constexpr int kEvictionAttempts = 4;
+// An evictor whose full look found nothing to do looks again less and less
+// often, down to this (a told class is served at once regardless).
+constexpr uint32_t kIdleIntervalMs = 1000;
+// A class that could use another's idle slab checks for one this often.
+constexpr uint32_t kRebalanceCheckMs = 10;
+
+}  // namespace
+
+// One batch of victims of a class, claimed in one policy-lock hold.
+struct Movers::Batch {
+  CompressedRef src[kMaxBatch];
+  bool drop[kMaxBatch];        // judged at claim time: drop, do not move
+  CompressedRef dst[kMaxBatch];  // lower-tier slot, or null: drop
+  uint64_t hash[kMaxBatch];
+  bool swapped[kMaxBatch];
+  size_t count = 0;
+};
+
+// Claims unpinned items for a move (kMoving) at the cold end of a policy.
+// visit() is the one place where a claimed item is judged: move it down, or
+// drop it (the last tier, no demotion, or an item not worth keeping).
+class Movers::ClaimVisitor final : public EvictionVisitor {
+ public:
+  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote) : table_(table), batch_(batch), demote_(demote) {}
+  Verdict visit(uint32_t ref) override {
+    Item* item = table_.item(CompressedRef(ref));
+    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
+    const size_t i = batch_.count++;
+    batch_.src[i] = CompressedRef(ref);
+    batch_.drop[i] = !demote_ || dropInsteadOfMove(*item);
+    return Verdict::kTake;
+  }
+
+ private:
+  // An item that should leave the cache rather than take a lower-tier slot
+  // (none yet; an expired item will be).
+  static bool dropInsteadOfMove(const Item&) { return false; }
+
+  const SlabTable& table_;
+  Batch& batch_;
+  const bool demote_;
+};
+
+
+// ---- promotion queue and rate limiter ----
+
+bool PromotionQueue::push(std::string_view key) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (keys_.size() >= capacity_) return false;
+  keys_.emplace_back(key);
+  return true;
+}
+
+void PromotionQueue::popBatch(size_t n, std::vector<std::string>& out) {
+  std::lock_guard<std::mutex> g(mu_);
+  while (n-- > 0 && !keys_.empty()) {
+    out.push_back(std::move(keys_.front()));
+    keys_.pop_front();
+  }
+}
+
+RateLimiter::RateLimiter(uint32_t maxPerSec) : max_(maxPerSec), windowStart_(coarseNowMs()) {}
+
+bool RateLimiter::tryAcquire() {
+  if (max_ == 0) return true;
+  const uint32_t now = coarseNowMs();
+  uint32_t start = windowStart_.load(std::memory_order_relaxed);
+  if (now - start >= 1000 && windowStart_.compare_exchange_strong(start, now, std::memory_order_relaxed)) {
+    count_.store(0, std::memory_order_relaxed);
+  }
+  return count_.fetch_add(1, std::memory_order_relaxed) < max_;
+}
+
+// ---- life cycle ----
+
+Movers::Movers(const MoverParts& parts)
+    : config_(parts.config),
+      table_(parts.table),
+      allocs_(parts.allocs),
+      index_(parts.index),
+      hash_(parts.hash),
+      persistence_(parts.persistence),
+      queue_(parts.config.promotion.queue_size),
+      limiter_(parts.config.promotion.max_per_sec) {
+  const BackgroundEvictionConfig& be = config_.background_eviction;
+  consumedMark_ = std::make_unique<std::atomic<uint64_t>[]>(classCount());
+  if (be.enabled) {
+    // Allocations that leave a class below this tell its evictor at once.
+    for (auto& a : allocs_) {
+      for (uint32_t p = 0; p < a->poolCount(); ++p) {
+        for (uint32_t c = 0; c < a->classCount(); ++c) {
+          if (be.strategy == EvictorStrategyKind::kKeepFree) {
+            a->cls(p, c).setLowWatermark(0, be.keep_free);
+          } else {
+            a->cls(p, c).setLowWatermark(be.low_watermark);
+          }
+        }
+      }
+    }
+    for (uint32_t i = 0; i < be.threads; ++i) {
+      std::unique_ptr<EvictionStrategy> strategy;
+      if (be.strategy == EvictorStrategyKind::kKeepFree) {
+        strategy = std::make_unique<KeepFreeStrategy>(be.keep_free, be.max_batch);
+      } else {
+        strategy = std::make_unique<FreeThresholdStrategy>(be.low_watermark, be.high_watermark, be.min_batch,
+                                                           be.max_batch);
+      }
+      evictors_.push_back(std::make_unique<BackgroundEvictor>(*this, std::move(strategy), i, be.threads,
+                                                              std::chrono::milliseconds(be.interval_ms),
+                                                              std::chrono::milliseconds(kIdleIntervalMs)));
+    }
+  }
+  const PromotionConfig& pc = config_.promotion;
+  if (pc.enabled && pc.background && allocs_.size() > 1) {
+    promoter_ = std::make_unique<BackgroundPromoter>(*this, pc.max_batch, std::chrono::milliseconds(pc.interval_ms));
+  }
+}
+
+Movers::~Movers() { stop(); }
+
+void Movers::start() {
+  for (auto& e : evictors_) e->start();
+  if (promoter_) promoter_->start();
+}
+
+void Movers::stop() {
+  for (auto& e : evictors_) e->stop();
+  if (promoter_) promoter_->stop();
+}
+
+// ---- eviction and demotion ----
+
+CompressedRef Movers::obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId) {
+  return obtainSlotIn(tier, pool, classId, false);
+}
+
+CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classId, bool background) {
+  SlabAllocator& a = *allocs_[tier];
+  AllocationClass& ac = a.cls(pool, classId);
+  bool low = false;
+  CompressedRef ref = ac.popFree(&low);
+  // Below the low watermark (or out of slots) with no new slab to come: the
+  // evictor of this class is told now, not at its next poll.
+  if (!background && (low || !ref) && served(ac) && !a.mayGrow(pool)) wakeEvictor(ac);
+  if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
+  ac.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  if (config_.rebalance.enabled) {
+    // A class without a slab cannot evict: it must get one. Otherwise look
+    // for another class's idle slab now and then (a look locks every class
+    // of the pool), not on every miss.
+    const bool starving = ac.slabless();
+    if ((starving || ac.rebalanceCheckDue(kRebalanceCheckMs)) && rebalance(a, pool, classId, !starving)) {
+      ref = a.allocateSlot(pool, classId);
+      if (ref) return ref;
+    }
+  }
+  // The same batch code as the evictor's, with a small batch: one slot comes
+  // back here, the rest go to the free list for the next allocations.
+  for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
+    SlotSink sink{&ref, 1, 0};
+    evictInto(ac, background ? 1 : kForegroundBatch, &sink, background);
+    if (!ref) ref = ac.popFree();  // freed by a reader's release or another thread
+  }
+  return ref;
+}
+
+size_t Movers::evict(AllocationClass& ac, size_t n, bool background) { return evictInto(ac, n, nullptr, background); }
+
+size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out, bool background) {
+  SlabAllocator& a = *allocs_[lower.tier()];
+  size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
+  if (got == n) return got;
+  if (!background && served(lower)) wakeEvictor(lower);
+  lower.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  if (config_.rebalance.enabled && lower.slabless() && rebalance(a, lower.pool(), lower.id(), false)) {
+    got += a.allocateSlots(lower.pool(), lower.id(), n - got, out + got);
+  }
+  // Full: evict a batch there first; its freed slots come straight here.
+  for (int i = 0; got < n && i < kEvictionAttempts; ++i) {
+    SlotSink sink{out + got, n - got, 0};
+    evictInto(lower, n - got, &sink, background);
+    got += sink.got;
+    if (got < n) got += lower.allocateSlots(n - got, out + got);
+    if (sink.got == 0) break;  // nothing evictable (all pinned): drop the rest
+  }
+  return got;
+}
+
+size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool background) {
+  const uint32_t tier = ac.tier();
+  const bool demote = config_.demotion.enabled && tier + 1 < allocs_.size();
+  AllocationClass* lower = demote ? &allocs_[tier + 1]->cls(ac.pool(), ac.id()) : nullptr;
+  size_t done = 0;
+  Batch b;
+  while (done < n) {
+    // 1. Claim up to a batch at the cold end: one policy-lock hold.
+    b.count = 0;
+    const size_t want = std::min(n - done, kMaxBatch);
+    ClaimVisitor visitor(table_, b, demote);
+    if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) break;
+    done += moveBatch(ac, lower, b, sink, background);
+  }
+  return done;
+}
+
+size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, SlotSink* sink, bool background) {
+  const size_t k = b.count;
+  // 2. Lower-tier slots for the items to move: one class-lock hold when
+  //    there are enough free, else a batch evicted there first.
+  size_t moving = 0;
+  for (size_t i = 0; i < k; ++i) moving += !b.drop[i];
+  CompressedRef slots[kMaxBatch];
+  const size_t got = moving ? obtainSlots(*lower, moving, slots, background) : 0;
+  size_t next = 0;
+  for (size_t i = 0; i < k; ++i) {
+    b.dst[i] = CompressedRef();
+    if (b.drop[i]) continue;
+    if (next < got) {
+      b.dst[i] = slots[next++];
+    } else {
+      b.drop[i] = true;  // no room below (all pinned there): dropped instead
+    }
+  }
+
+  // 3. Copy, prefetching the next source and destination while copying
+  //    this one. Sources are immutable while published, so a pinned reader
+  //    and the copy see the same bytes.
+  for (size_t i = 0; i < k; ++i) {
+    if (i + 1 < k) {
+      __builtin_prefetch(table_.item(b.src[i + 1]));
+      if (!b.drop[i + 1]) __builtin_prefetch(table_.item(b.dst[i + 1]), 1);
+    }
+    const Item* src = table_.item(b.src[i]);
+    b.hash[i] = hash_(src->key());
+    if (b.drop[i]) continue;
+    Item* copy = table_.item(b.dst[i]);
+    copy->init(src->key(), src->valueSize());
+    copy->copyMetaFrom(*src);
+    std::memcpy(copy->valueData(), src->valueData(), src->valueSize());
+    // Payload durable before replaceExact commits it (persistent tiers only).
+    if (table_.persistent(b.dst[i])) persistence_.persistPayload(copy, b.dst[i]);
+  }
+
+  // 4. Publish: each copy replaces its source in the index (one stripe lock
+  //    each, never with a class or policy lock held); a source removed or
+  //    replaced meanwhile is not resurrected. Drops are unlinked.
+  uint32_t added[kMaxBatch];
+  size_t nAdded = 0, moved = 0, aborted = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (b.drop[i]) {
+      index_.unlinkExact(b.src[i], b.hash[i]);
+      continue;
+    }
+    b.swapped[i] = index_.replaceExact(b.src[i], b.dst[i], table_.item(b.dst[i]), b.hash[i]);
+    if (b.swapped[i]) {
+      added[nAdded++] = b.dst[i].raw();
+      ++moved;
+    } else {
+      ++aborted;
+    }
+  }
+  // 5. The copies join the lower tier's policy: one policy-lock hold.
+  if (nAdded) lower->policy().addBatch(added, nAdded);
+
+  // 6. Our reference on each copy goes; an unpublished copy (source gone
+  //    meanwhile) is ours again and goes back to the lower free list.
+  CompressedRef lowerFree[kMaxBatch];
+  size_t nLowerFree = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (b.drop[i]) continue;
+    if (!table_.item(b.dst[i])->releaseRef()) continue;
+    if (b.swapped[i]) {
+      freeOwned(b.dst[i]);  // published, then removed before we let go: in the list
+    } else {
+      lowerFree[nLowerFree++] = b.dst[i];
+    }
+  }
+  if (nLowerFree) lower->pushFreeBatch(lowerFree, nLowerFree);
+
+  // 7. The sources end their move; each one nobody pins is ours to free
+  //    (they left the policy when claimed): into the caller's sink first,
+  //    the rest onto the free list in one class-lock hold. A source a reader
+  //    still pins is freed by that reader's release.
+  CompressedRef srcFree[kMaxBatch];
+  size_t nSrcFree = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (!table_.item(b.src[i])->finishMove()) continue;
+    if (sink && sink->got < sink->want) {
+      sink->out[sink->got++] = b.src[i];
+    } else {
+      srcFree[nSrcFree++] = b.src[i];
+    }
+  }
+  ac.pushFreeBatch(srcFree, nSrcFree);
+
+  ClassCounters& c = ac.counters();
+  if (moved) c.demotions.fetch_add(moved, std::memory_order_relaxed);
+  if (aborted) counters_.movesAborted.fetch_add(aborted, std::memory_order_relaxed);
+  (background ? c.bgEvictions : c.evictions).fetch_add(k, std::memory_order_relaxed);
+  return k;
+}
+
+bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
+  Item* copy = table_.item(dst);
+  copy->init(src->key(), src->valueSize());
+  copy->copyMetaFrom(*src);
+  std::memcpy(copy->valueData(), src->valueData(), src->valueSize());
+  // Payload durable before replaceExact commits it (persistent tiers only).
+  if (table_.persistent(dst)) persistence_.persistPayload(copy, dst);
+  const bool swapped = index_.replaceExact(srcRef, dst, copy, hash_(src->key()));
+  if (swapped) {
+    table_.owner(dst)->policy().add(dst.raw());
+  } else {
+    counters_.movesAborted.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (copy->releaseRef()) freeOwned(dst);  // not published: back to the free list
+  return swapped;
+}
+
+void Movers::freeOwned(CompressedRef ref) { table_.owner(ref)->freeOwned(ref); }
+
+bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
+  const int donorId = a.pickDonor(pool, classId, idleOnly);
+  if (donorId < 0) return false;
+  AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
+  std::vector<CompressedRef> claimed;
+  const uint32_t slab = donor.releaseSlab(claimed);
+  for (CompressedRef ref : claimed) {
+    Item* item = table_.item(ref);
+    if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_.unlinkExact(ref, hash_(item->key()));
+  }
+  donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
+  if (slab == CompressedRef::kNull) {
+    for (CompressedRef ref : claimed) donor.pushFree(ref);
+    return false;
+  }
+  a.reassignSlab(slab, pool, classId);
+  donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
+  a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
+  counters_.rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// ---- promotion ----
+
+void Movers::noteLowerTierHit(Item* item, CompressedRef ref) {
+  // Under durable_sets an item stays in its persistent tier: moving it up
+  // would take the only durable copy away (DRAM copies are not built yet).
+  if (config_.persistence.durable_sets && table_.persistent(ref)) return;
+  if (item->addLowerTierHit() != config_.promotion.hits) return;
+  counters_.promotionCandidates.fetch_add(1, std::memory_order_relaxed);
+  if (!config_.promotion.background) {
+    promote(item, ref);
+  } else if (queue_.push(item->key())) {
+    promoter_->wake();
+  } else {
+    counters_.promotionQueueDropped.fetch_add(1, std::memory_order_relaxed);
+    item->clearLowerTierHits();
+  }
+}
+
+bool Movers::promote(Item* item, CompressedRef ref) {
+  const uint32_t tier = table_.tierOf(ref);
+  if (tier == 0) return false;
+  // Checked again at move time, not only when the key was queued: the key
+  // may have been set durably since, into the persistent tier.
+  if (config_.persistence.durable_sets && table_.persistent(ref)) {
+    item->clearLowerTierHits();
+    return false;
+  }
+  AllocationClass& src = *table_.owner(ref);
+  SlabAllocator& upper = *allocs_[tier - 1];
+  AllocationClass& up = upper.cls(src.pool(), src.id());
+
+  // Only into free space above the watermark: a promotion that evicted
+  // would demote another item, and hot items would ping-pong.
+  const bool canGrow = upper.canGrow(src.pool());
+  const uint64_t capacity = up.slabCount() * up.slotsPerSlab();
+  const uint64_t free = up.freeSlots();
+  const bool room = canGrow || (free > 0 && 100.0 * static_cast<double>(free) >=
+                                                config_.promotion.upper_free_watermark * static_cast<double>(capacity));
+  if (!room) {
+    counters_.promotionsNoRoom.fetch_add(1, std::memory_order_relaxed);
+    item->clearLowerTierHits();
+    return false;
+  }
+  if (!limiter_.tryAcquire()) {
+    counters_.promotionsRateLimited.fetch_add(1, std::memory_order_relaxed);
+    item->clearLowerTierHits();
+    return false;
+  }
+  const CompressedRef dst = upper.allocateSlot(src.pool(), src.id());
+  if (!dst) {
+    counters_.promotionsNoRoom.fetch_add(1, std::memory_order_relaxed);
+    item->clearLowerTierHits();
+    return false;
+  }
+  // Out of the lower tier's list first, so no evictor picks it mid-copy; a
+  // false here means it is not listed yet (insert in flight) or is being
+  // moved by someone else: leave it.
+  if (!item->tryMarkMoving(true)) {
+    up.pushFree(dst);
+    return false;
+  }
+  if (!src.policy().remove(ref.raw())) {
+    if (item->finishMove()) freeOwned(ref);
+    up.pushFree(dst);
+    return false;
+  }
+  const bool moved = copyAndSwap(item, ref, dst);
+  if (moved) src.counters().promotions.fetch_add(1, std::memory_order_relaxed);
+  if (item->finishMove()) freeOwned(ref);
+  return moved;
+}
+
+// ---- background workers ----
+
+size_t Movers::flatClassIndex(const AllocationClass& ac) const {
+  const SlabAllocator& a = *allocs_.front();
+  return (static_cast<size_t>(ac.tier()) * a.poolCount() + ac.pool()) * a.classCount() + ac.id();
+}
+
+bool Movers::served(const AllocationClass& ac) const {
+  // Background eviction serves the tiers that demote (or a single tier).
+  return !evictors_.empty() && (allocs_.size() == 1 || ac.tier() + 1 < allocs_.size());
+}
+
+void Movers::wakeEvictor(const AllocationClass& ac) {
+  const size_t cls = flatClassIndex(ac);
+  if (!evictors_.empty()) evictors_[cls % evictors_.size()]->tell(cls);
+}
+
+size_t Movers::classCount() const {
+  const SlabAllocator& a = *allocs_.front();
+  return allocs_.size() * a.poolCount() * a.classCount();
+}
+
+AllocationClass& Movers::classAt(size_t cls) const {
+  const SlabAllocator& first = *allocs_.front();
+  const size_t perTier = first.poolCount() * first.classCount();
+  SlabAllocator& a = *allocs_[cls / perTier];
+  return a.cls(static_cast<uint32_t>(cls % perTier / first.classCount()), static_cast<uint32_t>(cls % first.classCount()));
+}
+
+ClassUsage Movers::usage(size_t cls) const {
+  const AllocationClass& ac = classAt(cls);
+  ClassUsage u;
+  // The last tier of several only drops: keeping it partly empty would cost
+  // hit ratio and buy nothing, since demotions into it evict as they go (in
+  // the background thread when a background evictor is demoting).
+  if (allocs_.size() > 1 && ac.tier() + 1 == allocs_.size()) return u;
+  u.capacity = static_cast<int64_t>(ac.slabCount() * ac.slotsPerSlab());
+  u.free = static_cast<int64_t>(ac.freeSlots());
+  u.canGrow = allocs_[ac.tier()]->mayGrow(ac.pool());
+  // Slots taken since the last look (each class has one evictor, so one
+  // writer of its mark).
+  const uint64_t allocated = ac.counters().allocSuccess.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& mark = consumedMark_[cls];
+  u.consumed = static_cast<int64_t>(std::min<uint64_t>(allocated - mark.load(std::memory_order_relaxed), 1ull << 40));
+  mark.store(allocated, std::memory_order_relaxed);
+  return u;
+}
+
+size_t Movers::evictBatch(size_t cls, size_t n) { return evictInto(classAt(cls), n, nullptr, true); }
+
+size_t Movers::promoteBatch(size_t n) {
+  std::vector<std::string> keys;
+  queue_.popBatch(n, keys);
+  size_t moved = 0;
+  for (const std::string& key : keys) {
+    Item* item = nullptr;
+    const CompressedRef ref = index_.acquire(key, hash_(key), item);
+    if (!ref) continue;
+    if (promote(item, ref)) ++moved;
+    if (item->releaseRef()) freeOwned(ref);
+  }
+  return moved;
+}
+
+// ---- stats ----
+
+void Movers::addStats(CacheStats& s) const {
+  auto addWorker = [](WorkerStats& to, const BackgroundWorkerStats& w) {
+    ++to.threads;
+    to.runs += w.runs;
+    to.traversals += w.traversals;
+    to.items += w.items;
+    to.busy_nanos += w.busyNanos;
+  };
+  for (const auto& e : evictors_) addWorker(s.background_evictor, e->stats());
+  if (promoter_) addWorker(s.promoter, promoter_->stats());
+  s.promotion_candidates = counters_.promotionCandidates.load(std::memory_order_relaxed);
+  s.promotions_rate_limited = counters_.promotionsRateLimited.load(std::memory_order_relaxed);
+  s.promotions_no_room = counters_.promotionsNoRoom.load(std::memory_order_relaxed);
+  s.promotion_queue_dropped = counters_.promotionQueueDropped.load(std::memory_order_relaxed);
+  s.moves_aborted = counters_.movesAborted.load(std::memory_order_relaxed);
+  s.rebalanced_slabs = counters_.rebalancedSlabs.load(std::memory_order_relaxed);
+}
+
+}  // namespace tiercache

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The seed experiment (docs/benchmarks.md, "Background eviction"): background
+# eviction off (A) vs on (B), medians of RUNS alternating runs each, with
+#   1. 2 application threads  (configs/seed-bg-off.json    vs seed-bg-on.json)
+#   2. 1 application thread   (configs/seed-bg-off-1t.json vs seed-bg-on-1t.json)
+#   3. the default config     (configs/default-bg-off.json vs default.json)
+# and prints one compare table per pair (throughput, hit ratio, tier-0 share
+# of hits, CPU per operation, get/set latency percentiles).
+#
+# usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t default (all by default)
+# TIERCACHE_BUILD_DIR: the build directory holding tools/tiercache-bench
+# (default: build; built there with scripts/build.sh when missing).
+# Run it on a quiet machine: every figure is a ratio of two sides measured
+# in the same run, but a busy host widens the spread of both.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${TIERCACHE_BUILD_DIR:-build}"
+[[ "$build_dir" = /* ]] || build_dir="$root/$build_dir"
+runs="${1:-5}"
+shift || true
+pairs=("$@")
+[[ ${#pairs[@]} -gt 0 ]] || pairs=(2t 1t default)
+
+bench="$build_dir/tools/tiercache-bench"
+if [[ ! -x "$bench" ]]; then
+  TIERCACHE_TARGETS=tiercache-bench bash "$root/scripts/build.sh" "$build_dir" RelWithDebInfo
+fi
+cd "$root"
+
+for pair in "${pairs[@]}"; do
+  case "$pair" in
+    2t) a=configs/seed-bg-off.json; b=configs/seed-bg-on.json; title="seed experiment, 2 application threads" ;;
+    1t) a=configs/seed-bg-off-1t.json; b=configs/seed-bg-on-1t.json; title="seed experiment, 1 application thread" ;;
+    default) a=configs/default-bg-off.json; b=configs/default.json; title="default config" ;;
+    *) echo "unknown pair '$pair' (expected 2t, 1t or default)" >&2; exit 2 ;;
+  esac
+  echo "== $title: background eviction off (A) vs on (B), $runs runs each =="
+  echo "\$ tiercache-bench compare $a $b -n $runs"
+  "$bench" compare "$a" "$b" -n "$runs" --no-progress
+  echo
+done

@@ -1,0 +1,259 @@
+// The movers under load: batched demotion by two background evictors, the
+// promoter and four application threads at once, and batch moves racing
+// find / remove / insertOrReplace of the very keys being moved. Real tiers
+// (DRAM + a pmem-file tier on /dev/shm), every value checksummed, the
+// consistency checker at the end.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocator/cache.h"
+#include "eviction/background_strategy.h"
+#include "test_util.h"
+
+namespace tiercache {
+namespace {
+
+using test::checkValue;
+using test::makeValue;
+
+constexpr uint64_t kSlab = 64 << 10;
+
+CacheConfig twoTiers(uint64_t dram, uint64_t pmem) {
+  CacheConfig cfg = test::smallDramConfig(dram, "lru", kSlab);
+  TierConfig t;
+  t.name = "pmem";
+  t.kind = TierKind::kPmemFile;
+  t.size = pmem;
+  t.path = "/dev/shm";
+  cfg.tiers.push_back(t);
+  cfg.allocation.max_size = kSlab;
+  cfg.index.bucket_power = 18;
+  return cfg;
+}
+
+// Two evictors, the promoter and four application threads over a key space
+// about four times what both tiers hold.
+TEST(MoversStress, TwoEvictorsPromoterAndFourThreadsOverFourTimesTheCache) {
+  CacheConfig cfg = twoTiers(4 << 20, 16 << 20);
+  cfg.background_eviction.enabled = true;
+  cfg.background_eviction.threads = 2;
+  cfg.background_eviction.interval_ms = 1;
+  cfg.background_eviction.low_watermark = 10;
+  cfg.background_eviction.high_watermark = 20;
+  cfg.promotion.enabled = true;
+  cfg.promotion.background = true;
+  cfg.promotion.hits = 1;
+  cfg.promotion.interval_ms = 1;
+  cfg.promotion.upper_free_watermark = 0;
+  Cache cache(cfg);
+  // ~20 MiB of cache; 200k keys of ~420 bytes with their headers: ~4x.
+  const int keySpace = 200000, threads = 4, ops = 60000;
+  std::atomic<uint64_t> bad{0}, hits{0}, reads{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 rng(99 + t);
+      ReadHandle held;
+      for (int i = 0; i < ops; ++i) {
+        // Half the draws from a hot tenth of the keys, so promotions happen.
+        const int k = static_cast<int>(rng() % 2 ? rng() % (keySpace / 10) : rng() % keySpace);
+        const std::string key = "key:" + std::to_string(k);
+        const unsigned op = rng() % 100;
+        if (op < 55) {
+          reads.fetch_add(1, std::memory_order_relaxed);
+          ReadHandle h = cache.find(key);
+          if (h) {
+            hits.fetch_add(1, std::memory_order_relaxed);
+            if (h.key() != key || !checkValue(key, h.value())) bad.fetch_add(1);
+            if (rng() % 16 == 0) held = std::move(h);
+          }
+        } else if (op < 90) {
+          cache.set(key, makeValue(key, static_cast<uint32_t>(i), 100 + rng() % 600));
+        } else if (op < 95) {
+          WriteHandle w = cache.allocate(key, 16 + rng() % 700);
+          if (w) {
+            const std::string v = makeValue(key, static_cast<uint32_t>(i), w.size());
+            std::memcpy(w.data(), v.data(), v.size());
+            cache.insertOrReplace(std::move(w));
+          }
+        } else {
+          cache.remove(key);
+        }
+        if (held && !checkValue(held.key(), held.value())) bad.fetch_add(1);
+        if (i % 500 == 0) held.reset();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(hits.load(), 0u);
+  EXPECT_LT(hits.load(), reads.load()) << "the key space must not fit";
+  EXPECT_GT(s.tiers[0].background_evictions, 0u);
+  EXPECT_GT(s.tiers[0].demotions, 0u);
+  EXPECT_GT(s.promotions, 0u);
+  EXPECT_EQ(s.background_evictor.threads, 2u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+  // Everything still readable and intact (these gets promote, too).
+  for (int k = 0; k < keySpace; ++k) {
+    const std::string key = "key:" + std::to_string(k);
+    if (auto v = cache.get(key)) ASSERT_TRUE(checkValue(key, *v)) << key;
+  }
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// Each thread owns its keys and knows their latest value (or that it
+// removed them), while evictors demote in batches and finds promote: a find
+// must return exactly the latest value, byte for byte, and a key that was
+// not removed must be found, since the lower tier has room for every key
+// (nothing is dropped: checked below).
+TEST(MoversRace, BatchMovesRacingFindRemoveReplaceNeverServeStaleOrLoseAKey) {
+  CacheConfig cfg = twoTiers(2 << 20, 16 << 20);
+  cfg.background_eviction.enabled = true;
+  cfg.background_eviction.threads = 2;
+  cfg.background_eviction.interval_ms = 1;
+  cfg.background_eviction.low_watermark = 30;  // demote a lot
+  cfg.background_eviction.high_watermark = 60;
+  cfg.promotion.enabled = true;
+  cfg.promotion.background = false;  // synchronous: moves up inside find
+  cfg.promotion.hits = 1;
+  cfg.promotion.upper_free_watermark = 0;
+  // Slab rebalancing evicts a donor slab's items outright (not a move):
+  // off, so that every item leaving tier 0 is a demotion.
+  cfg.rebalance.enabled = false;
+  Cache cache(cfg);
+  const int threads = 4, keysPerThread = 1500, ops = 40000;
+  std::atomic<uint64_t> stale{0}, lost{0}, torn{0}, sets{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 rng(7 + t);
+      struct Model {
+        uint32_t version = 0;
+        uint32_t size = 0;
+        bool present = false;
+      };
+      std::vector<Model> model(keysPerThread);
+      auto keyOf = [&](int k) { return "t" + std::to_string(t) + ":" + std::to_string(k); };
+      for (int i = 0; i < ops; ++i) {
+        const int k = static_cast<int>(rng() % keysPerThread);
+        const std::string key = keyOf(k);
+        Model& m = model[k];
+        const unsigned op = rng() % 100;
+        if (op < 45) {
+          ReadHandle h = cache.find(key);
+          if (!h) {
+            if (m.present) lost.fetch_add(1);
+          } else if (!m.present) {
+            stale.fetch_add(1);  // removed, yet served
+          } else if (!checkValue(key, h.value())) {
+            torn.fetch_add(1);
+          } else if (h.value() != makeValue(key, m.version, m.size)) {
+            stale.fetch_add(1);
+          }
+        } else if (op < 70) {
+          const uint32_t size = 150 + static_cast<uint32_t>(rng() % 500);
+          if (cache.set(key, makeValue(key, i + 1, size))) {
+            m = Model{static_cast<uint32_t>(i + 1), size, true};
+            sets.fetch_add(1);
+          }
+        } else if (op < 90) {
+          const uint32_t size = 150 + static_cast<uint32_t>(rng() % 500);
+          WriteHandle w = cache.allocate(key, size);
+          if (w) {
+            const std::string v = makeValue(key, i + 1, size);
+            std::memcpy(w.data(), v.data(), v.size());
+            cache.insertOrReplace(std::move(w));
+            m = Model{static_cast<uint32_t>(i + 1), size, true};
+            sets.fetch_add(1);
+          }
+        } else {
+          const bool removed = cache.remove(key);
+          if (removed != m.present) (removed ? stale : lost).fetch_add(1);
+          m.present = false;
+        }
+      }
+      // Every key ends exactly as its owner left it.
+      for (int k = 0; k < keysPerThread; ++k) {
+        auto v = cache.get(keyOf(k));
+        if (model[k].present != v.has_value()) {
+          (v ? stale : lost).fetch_add(1);
+        } else if (v && *v != makeValue(keyOf(k), model[k].version, model[k].size)) {
+          stale.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const CacheStats s = cache.stats();
+  // The premise: the lower tier dropped nothing, so nothing may be missing.
+  std::string classes;
+  for (const ClassStats& c : s.classes) {
+    classes += "t" + std::to_string(c.tier) + " c" + std::to_string(c.class_id) + " size " + std::to_string(c.alloc_size) +
+               " slabs " + std::to_string(c.slabs) + " items " + std::to_string(c.items) + " free " +
+               std::to_string(c.free_slots) + " ev " + std::to_string(c.evictions) + " bg " +
+               std::to_string(c.background_evictions) + " lost " + std::to_string(c.slabs_lost) + "\n";
+  }
+  ASSERT_EQ(s.tiers[1].evictions + s.tiers[1].background_evictions, 0u)
+      << "the lower tier must hold every key; tier 1 slabs used " << s.tiers[1].slabs_used << "/"
+      << s.tiers[1].slabs_total << "\n" << classes;
+  // Every item that left tier 0 was demoted, or its move was aborted
+  // because its owner replaced or removed it meanwhile: none dropped.
+  EXPECT_LE(s.tiers[0].evictions + s.tiers[0].background_evictions, s.tiers[0].demotions + s.moves_aborted);
+  EXPECT_GT(s.tiers[0].demotions, 1000u) << "the test must race with many moves";
+  EXPECT_GT(s.promotions, 0u);
+  EXPECT_GT(sets.load(), 0u);
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_EQ(stale.load(), 0u);
+  EXPECT_EQ(lost.load(), 0u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// Demotion in batches keeps the protocol's counters exact: every item that
+// left tier 0 was either demoted or (nowhere) dropped, and the lower tier
+// holds them all.
+TEST(MoversBatch, ForegroundBatchDemotesEveryEvictedItemWhenTheLowerTierHasRoom) {
+  Cache cache(twoTiers(1 << 20, 16 << 20));
+  const int n = 6000;  // ~3.6 MB of items: more than DRAM
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    ASSERT_TRUE(cache.set(key, makeValue(key, 1, 500)));
+  }
+  const CacheStats s = cache.stats();
+  EXPECT_GT(s.tiers[0].evictions, 0u);
+  EXPECT_EQ(s.tiers[0].demotions, s.tiers[0].evictions) << "nothing dropped from tier 0";
+  EXPECT_EQ(s.tiers[1].evictions, 0u);
+  EXPECT_EQ(s.items, static_cast<uint64_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    auto v = cache.get(key);
+    ASSERT_TRUE(v.has_value()) << key;
+    ASSERT_EQ(*v, makeValue(key, 1, 500)) << key;
+  }
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// The batch follows the deficit or the slots consumed since the last look,
+// whichever is larger, within [min, max].
+TEST(FreeThresholdStrategyRate, BatchCoversWhatTheClassConsumedSinceTheLastLook) {
+  FreeThresholdStrategy s(10, 20, 1, 1000);
+  ClassUsage u;
+  u.capacity = 1000;
+  u.free = 50;  // below 10%: deficit to 20% is 150
+  EXPECT_EQ(s.batchFor(u), 150u);
+  u.consumed = 180;  // consumed faster than the deficit says
+  EXPECT_EQ(s.batchFor(u), 180u);
+  u.consumed = 5000;  // never beyond the high watermark's worth
+  EXPECT_EQ(s.batchFor(u), 200u);
+  u.free = 500;  // above the low watermark: nothing, whatever was consumed
+  EXPECT_EQ(s.batchFor(u), 0u);
+}
+
+}  // namespace
+}  // namespace tiercache
