@@ -224,7 +224,7 @@ HitRatioLimits computeLimits(const std::vector<SimRequest>& requests, uint64_t c
 std::vector<SimRequest> workloadRequests(const WorkloadConfig& config, uint32_t itemHeaderBytes) {
   if (config.keys > (UINT32_MAX - 1) / 2) throw std::length_error("too many keys to simulate (at most 2^31 - 1)");
   KeySpace keys(config);
-  std::unique_ptr<KeySampler> sampler = KeySampler::make(config.popularity, config.keys);
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(config);
   auto object = [&](uint64_t index) {
     return uint32_t(std::min<uint64_t>(itemHeaderBytes + keys.keyLength(index) + keys.valueSize(index), UINT32_MAX));
   };

@@ -134,6 +134,10 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
   if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
   s += formatTierBlocks(r);
+  if (r.distinct_keys)
+    s += sformat("Keys          : %s distinct of %s (%s share a short key, as cachebench's short keys do)\n",
+                 withCommas(r.distinct_keys).c_str(), withCommas(config.keys).c_str(),
+                 withCommas(config.keys - r.distinct_keys).c_str());
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -199,6 +203,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
        {{"sets", r.prepopulate.sets}, {"stored", r.prepopulate.set_success}, {"seconds", r.prepopulate_seconds}}},
   };
   if (!r.first_mismatch.empty()) j["first_value_check_failure"] = r.first_mismatch;
+  if (r.distinct_keys) j["distinct_keys"] = r.distinct_keys;
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

@@ -53,6 +53,11 @@ struct WorkloadResult {
   CacheStats before;           // cache stats when the measured phase started
   CacheStats after;            // ... and when it ended
   std::string first_mismatch;  // description of the first failed verification
+  // Keys shorter than the index's hex width may be shared by several
+  // indices (KeySpace): distinct keys among the workload's indices, counted
+  // when that can happen and keys <= kMaxCountedKeys; 0 when not counted.
+  uint64_t distinct_keys = 0;
+  static constexpr uint64_t kMaxCountedKeys = 1ull << 27;
 };
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});
