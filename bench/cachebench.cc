@@ -553,10 +553,9 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   std::string generator;
   ttake("generator", [&](const json& v, const std::string& p) {
     generator = text(v, p);
-    if (generator.empty() || generator == "workload" || generator == "online" || generator == "replay") return;
-    if (generator == "binary-replay")
-      throw ConfigError(p, "\"binary-replay\" reads CacheLib's own binary request dump; use \"replay\" with the "
-                           "kvcache CSV trace it was made from");
+    if (generator.empty() || generator == "workload" || generator == "online" || generator == "replay" ||
+        generator == "binary-replay")
+      return;
     if (generator == "block-replay")
       throw ConfigError(p, "\"block-replay\" simulates CacheLib's block-chunk cache over block traces; "
                            "tiercache-bench has no block-chunk layer");
@@ -565,7 +564,7 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
                            "piecewise cache: convert the trace to `key,size,op` and use `tiercache-bench replay`");
     throw ConfigError(p, "\"" + generator + "\" is not a generator tiercache-bench has (workload, online, replay)");
   });
-  bool replay = generator == "replay";
+  bool replay = generator == "replay" || generator == "binary-replay";
 
   ttake("numOps", [&](const json& v, const std::string& p) { w.ops_per_thread = count(v, p); });
   ttake("numThreads", [&](const json& v, const std::string& p) { w.threads = count32(v, p); });
@@ -708,9 +707,11 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   });
   if (replay) {
     if (traces.empty())
-      throw ConfigError(tpath("traceFileName"), "missing: generator \"replay\" needs traceFileName or traceFileNames");
+      throw ConfigError(tpath("traceFileName"),
+                        "missing: generator \"" + generator + "\" needs traceFileName or traceFileNames");
     CachebenchReplay r;
     r.repeat = repeat;
+    r.binary = generator == "binary-replay";
     for (const std::string& f : traces) {
       std::filesystem::path path = std::filesystem::path(f).is_absolute() ? std::filesystem::path(f)
                                                                            : std::filesystem::path(configDir) / f;

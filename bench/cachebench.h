@@ -23,12 +23,13 @@
 
 namespace tiercache::bench {
 
-// A trace-replay config (generator "replay"): the trace files, in order,
+// A trace-replay config (generator "replay" or "binary-replay"): the trace files, in order,
 // replayed through runTrace. `workload` then holds threads, lookaside and
 // the op cap (ops_per_thread * threads records at most, as cachebench's numOps).
 struct CachebenchReplay {
   std::vector<std::string> files;  // resolved against the config's directory (configPath)
   bool repeat = false;             // repeatTraceReplay: start over until the op cap is reached
+  bool binary = false;             // generator "binary-replay": CacheLib's binary request dump
 };
 
 struct CachebenchConfig {

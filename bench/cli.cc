@@ -209,7 +209,7 @@ int commandRun(const Args& a, std::ostream& out, std::ostream& err, bool termina
     Trace trace;
     KvcacheReadStats stats;
     try {
-      trace = readKvcacheTraces(l.replay->files, cap, l.replay->repeat, &stats);
+      trace = readKvcacheTraces(l.replay->files, cap, l.replay->repeat, &stats, l.replay->binary);
     } catch (const TraceError& e) {
       err << "tiercache-bench: " << e.what() << "\n";
       return kExitUsage;

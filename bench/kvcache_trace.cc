@@ -1,6 +1,7 @@
 #include "bench/kvcache_trace.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -103,8 +104,52 @@ void appendKvcacheCsv(std::string_view text, const std::string& source, Trace& t
   if (keyCol < 0 && lineNo > 0) throw TraceError(source + ": no header line (kvcache trace format)");
 }
 
+void appendCachelibBinary(std::string_view bytes, const std::string& source, Trace& trace, uint64_t maxRecords,
+                          KvcacheReadStats& stats) {
+  constexpr size_t kRecord = 24;
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + at, 8);
+    return v;
+  };
+  if (bytes.size() < 8) throw TraceError(source + ": too short for a CacheLib binary trace (no request count)");
+  uint64_t n = u64(0);
+  if (n > (bytes.size() - 8) / kRecord)
+    throw TraceError(source + ": says " + std::to_string(n) + " requests but holds at most " +
+                     std::to_string((bytes.size() - 8) / kRecord));
+  for (uint64_t i = 0; i < n && (maxRecords == 0 || trace.size() < maxRecords); ++i) {
+    size_t at = 8 + size_t(i) * kRecord;
+    uint8_t keySize = uint8_t(bytes[at]), op = uint8_t(bytes[at + 1]);
+    uint16_t repeats;
+    std::memcpy(&repeats, bytes.data() + at + 2, 2);
+    uint64_t keyOffset = u64(at + 8);
+    uint32_t valueSize;
+    std::memcpy(&valueSize, bytes.data() + at + 16, 4);
+    if (keyOffset > bytes.size() || at + keyOffset > bytes.size() - keySize)
+      throw TraceError(source + ": request " + std::to_string(i) + " has its key outside the file");
+    ++stats.rows;
+    RequestOp kind;
+    switch (op) {
+      case 0: kind = RequestOp::kSet; break;
+      case 1: kind = RequestOp::kGet; break;
+      case 2: kind = RequestOp::kDel; break;
+      case 4: kind = RequestOp::kLoneGet; break;
+      default: ++stats.skipped_ops; continue;
+    }
+    std::string_view key = bytes.substr(at + keyOffset, keySize);
+    if (key.empty()) throw TraceError(source + ": request " + std::to_string(i) + " has an empty key");
+    for (uint32_t r = 0; r < std::max<uint32_t>(repeats, 1) && (maxRecords == 0 || trace.size() < maxRecords); ++r) {
+      try {
+        trace.add(key, valueSize, kind);
+      } catch (const TraceError& e) {
+        throw TraceError(source + ": request " + std::to_string(i) + ": " + e.what());
+      }
+    }
+  }
+}
+
 Trace readKvcacheTraces(const std::vector<std::string>& files, uint64_t maxRecords, bool repeat,
-                        KvcacheReadStats* stats) {
+                        KvcacheReadStats* stats, bool binary) {
   Trace trace;
   KvcacheReadStats local;
   KvcacheReadStats& s = stats ? *stats : local;
@@ -120,7 +165,8 @@ Trace readKvcacheTraces(const std::vector<std::string>& files, uint64_t maxRecor
     size_t before = trace.size();
     for (size_t i = 0; i < files.size(); ++i) {
       if (maxRecords != 0 && trace.size() >= maxRecords) break;
-      appendKvcacheCsv(texts[i], files[i], trace, maxRecords, s);
+      if (binary) appendCachelibBinary(texts[i], files[i], trace, maxRecords, s);
+      else appendKvcacheCsv(texts[i], files[i], trace, maxRecords, s);
     }
     if (trace.size() == before) break;  // nothing to repeat
   } while (repeat && maxRecords != 0 && trace.size() < maxRecords);

@@ -34,9 +34,19 @@ struct KvcacheReadStats {
 // trace, stopping once trace holds maxRecords (0: no limit).
 void appendKvcacheCsv(std::string_view text, const std::string& source, Trace& trace, uint64_t maxRecords,
                       KvcacheReadStats& stats);
+// CacheLib's binary request dump (generator "binary-replay", written by its
+// KV replay generator from a kvcache CSV): a little-endian u64 count, then
+// that many 24-byte records {u8 key size, u8 op, u16 repeats, u32 ttl,
+// u64 key offset from the record's own start, u32 value size, 4 pad}, then
+// the keys. Ops 0 set, 1 get, 2 delete, 4 lone get map; others are skipped
+// and counted. A record or key outside the file is a TraceError.
+void appendCachelibBinary(std::string_view bytes, const std::string& source, Trace& trace, uint64_t maxRecords,
+                          KvcacheReadStats& stats);
+
 // Reads the files in order; with repeat, starts over from the first file
 // until maxRecords is reached (repeat needs maxRecords > 0).
+// binary: the files are CacheLib binary dumps instead of CSV.
 Trace readKvcacheTraces(const std::vector<std::string>& files, uint64_t maxRecords, bool repeat,
-                        KvcacheReadStats* stats = nullptr);
+                        KvcacheReadStats* stats = nullptr, bool binary = false);
 
 }  // namespace tiercache::bench
