@@ -69,6 +69,9 @@ class KeySpace {
   size_t valueSize(uint64_t index) const;
   // True when index's key is shorter than indexWidth() (it may be shared).
   bool isShortKey(uint64_t index) const { return keyLength(index) < width_; }
+  // A number that identifies index's key among short keys (isShortKey):
+  // equal for two indices exactly when their keys are equal.
+  uint64_t shortKeyId(uint64_t index) const { return shortKeyCode(index, keyLength(index)); }
   // The pool (WorkloadConfig::key_pools) index belongs to; 0 without pools.
   uint32_t poolOf(uint64_t index) const;
 

@@ -57,7 +57,7 @@ struct WorkloadResult {
   // indices (KeySpace): distinct keys among the workload's indices, counted
   // when that can happen and keys <= kMaxCountedKeys; 0 when not counted.
   uint64_t distinct_keys = 0;
-  static constexpr uint64_t kMaxCountedKeys = 1ull << 27;
+  static constexpr uint64_t kMaxCountedKeys = 1ull << 26;  // bounds the count to ~0.5 GiB of codes
 };
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});

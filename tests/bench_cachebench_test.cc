@@ -21,8 +21,10 @@
 #include "allocator/cache.h"
 #include "bench/cli.h"
 #include "bench/key_space.h"
+#include "bench/hit_ratio_sim.h"
 #include "bench/kvcache_trace.h"
 #include "bench/popularity.h"
+#include "bench/request_stream.h"
 #include "bench/runner.h"
 
 namespace tiercache::bench {
@@ -383,6 +385,27 @@ TEST(CachebenchKeysTest, ShortKeyWorkloadRunsWithExactVerificationAndCountsShari
   longKeys.ops_per_thread = 10;
   Cache cache2(cb.cache);
   EXPECT_EQ(runWorkload(cache2, longKeys).distinct_keys, 0u);
+}
+
+// The hit-ratio limits see one object per key, not per index.
+TEST(CachebenchKeysTest, SimulationsTreatASharedKeyAsOneObject) {
+  WorkloadConfig w = importCachebench(smallConfig("", R"(, "prepopulateCache": true)",
+                                                  R"("keySizeRange": [1, 4], "keySizeRangeProbability": [1])"))
+                         .workload;
+  w.ops_per_thread = 50;
+  KeySpace ks(w);
+  std::vector<SimRequest> reqs = workloadRequests(w, 44);
+  ASSERT_EQ(reqs.size(), w.keys + 50);
+  std::map<std::string, uint32_t> idOfKey;
+  std::set<uint32_t> ids;
+  for (uint64_t i = 0; i < w.keys; ++i) {
+    uint64_t index = RequestStream::prepopulateIndex(w.keys, 1, 0, i);
+    auto [it, fresh] = idOfKey.emplace(ks.key(index), reqs[i].key);
+    EXPECT_EQ(it->second, reqs[i].key) << "index " << index << " key " << ks.key(index);
+    if (fresh) EXPECT_TRUE(ids.insert(reqs[i].key).second) << "two keys share id " << reqs[i].key;
+    EXPECT_LT(reqs[i].key, w.keys);
+  }
+  EXPECT_EQ(idOfKey.size(), ks.distinctKeys());
 }
 
 TEST(CachebenchKeysTest, ReportSaysHowManyKeysAreShared) {
