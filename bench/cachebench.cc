@@ -51,6 +51,9 @@ const std::map<std::string, std::string>& pathMap() {
       {"workload.value_size_buckets", "test_config.valSizeRangeProbability"},
       {"workload.popularity.buckets", "test_config.popularityBuckets"},
       {"workload.popularity.weights", "test_config.popularityWeights"},
+      {"workload.key_pools", "test_config.keyPoolDistribution"},
+      {"workload.op_pools", "test_config.opPoolDistribution"},
+      {"workload.op_delay_ns", "test_config.opDelayNs"},
       {"workload", "test_config"},
   };
   return kMap;

@@ -472,6 +472,10 @@ TEST(CachebenchPoolsTest, OperationsDefaultToPoolZeroAsInCachebench) {
               "over 2 pools but cache_config.numPools is 1");
   expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [1, 1, 1])"),
               "test_config.opPoolDistribution", "has 3 pools but keyPoolDistribution has 2");
+  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [0])"),
+              "test_config.opPoolDistribution", "must not all be 0 [as workload.op_pools]");
+  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 0], "opPoolDistribution": [0, 1])"),
+              "test_config.keyPoolDistribution", "gives pool 1 no keys");
   expectError(smallConfig("", R"(, "poolDistributions": [{}, {}])"), "test_config.poolDistributions",
               "per-pool workload distributions");
 }
