@@ -51,6 +51,9 @@ const std::map<std::string, std::string>& pathMap() {
       {"workload.value_size_buckets", "test_config.valSizeRangeProbability"},
       {"workload.popularity.buckets", "test_config.popularityBuckets"},
       {"workload.popularity.weights", "test_config.popularityWeights"},
+      {"workload.key_pools", "test_config.keyPoolDistribution"},
+      {"workload.op_pools", "test_config.opPoolDistribution"},
+      {"workload.op_delay_ns", "test_config.opDelayNs"},
       {"workload", "test_config"},
   };
   return kMap;
@@ -132,34 +135,45 @@ std::vector<unsigned> nodeList(const json& v, const std::string& path) {
   return out;
 }
 
-// keySizeRange [a, b, c] with keySizeRangeProbability [p, q]: sizes in
-// [a, b) with weight p and [b, c) with weight q (cachebench's half-open
-// pieces, as inclusive ranges). Without probabilities, [a, b] is one range.
+// keySizeRange / valSizeRange with their ...Probability, as cachebench
+// reads them: n + 1 bounds with n probabilities are piecewise-uniform pieces
+// [a, b), [b, c) ... (cachebench samples a real number and truncates it, so
+// the whole sizes are a .. b - 1); with as many probabilities as sizes
+// (`discrete`, cachebench allows it for values only) each listed size is
+// drawn exactly, with its probability. Without probabilities a two-entry
+// range is taken as one inclusive range [a, b] (cachebench itself refuses it).
 std::vector<SizeBucket> sizePieces(const json& range, const json* probability, const std::string& rangePath,
-                                   const std::string& probPath) {
+                                   const std::string& probPath, bool discreteAllowed) {
   std::vector<double> r = numbers(range, rangePath);
   for (size_t i = 0; i < r.size(); ++i)
-    if (!(r[i] >= 0 && r[i] == std::floor(r[i])))
+    if (!(r[i] >= 0 && r[i] == std::floor(r[i]) && r[i] < 1e12))
       throw ConfigError(rangePath + "[" + std::to_string(i) + "]", "must be a whole number >= 0");
-  if (r.size() < 2) throw ConfigError(rangePath, "must list at least [min, max]");
-  std::vector<double> p;
-  if (probability) {
-    p = numbers(*probability, probPath);
-    if (p.size() != r.size() - 1)
-      throw ConfigError(probPath, "must have one entry per piece of " + rangePath.substr(rangePath.find('.') + 1) + " (" +
-                                      std::to_string(r.size() - 1) + "), not " + std::to_string(p.size()));
-  } else if (r.size() != 2) {
-    throw ConfigError(probPath, "missing (needed for a range of more than one piece)");
-  } else {
-    p = {1.0};
-  }
   std::vector<SizeBucket> out;
+  if (!probability) {
+    if (r.size() != 2) throw ConfigError(probPath, "missing (needed for a range other than [min, max])");
+    if (r[1] < r[0]) throw ConfigError(rangePath, "must not decrease");
+    out.push_back(SizeBucket{SizeRange{uint64_t(r[0]), uint64_t(r[1])}, 1.0});
+    return out;
+  }
+  std::vector<double> p = numbers(*probability, probPath);
+  std::string rangeKey = rangePath.substr(rangePath.find('.') + 1);
+  if (discreteAllowed && p.size() == r.size()) {
+    for (size_t i = 0; i < r.size(); ++i) out.push_back(SizeBucket{SizeRange{uint64_t(r[i]), uint64_t(r[i])}, p[i]});
+    return out;
+  }
+  if (p.size() + 1 != r.size())
+    throw ConfigError(probPath, "has " + std::to_string(p.size()) + " entries; cachebench needs one per piece of " +
+                                    rangeKey + " (" + std::to_string(r.size() - 1) + ")" +
+                                    (discreteAllowed ? " or one per size (" + std::to_string(r.size()) + ")" : ""));
   for (size_t i = 0; i + 1 < r.size(); ++i) {
     uint64_t lo = uint64_t(r[i]), hi = uint64_t(r[i + 1]);
     if (hi < lo) throw ConfigError(rangePath, "must not decrease");
-    // Half-open [lo, hi) except a one-piece range, which cachebench users read as inclusive.
-    uint64_t top = r.size() == 2 ? hi : std::max(lo, hi > 0 ? hi - 1 : 0);
-    out.push_back(SizeBucket{SizeRange{lo, top}, p[i]});
+    if (hi == lo) {
+      // An empty piece: cachebench never draws it; keep the weights aligned.
+      out.push_back(SizeBucket{SizeRange{lo, lo}, 0.0});
+      continue;
+    }
+    out.push_back(SizeBucket{SizeRange{lo, hi - 1}, p[i]});
   }
   return out;
 }
@@ -184,7 +198,16 @@ const std::vector<std::string>& ignoredCacheKeys() {
       "truncateItemToOriginalAllocSizeInNvm", "printNvmCounters", "enableItemDestructorCheck", "enableItemDestructor",
       "mmReconfigureIntervalSecs", "memoryOnlyTTL", "lru2qHotPct", "lru2qColdPct", "trackRecentItemsForDump",
       "dipperSizeMB", "dipperBackend", "dipperDevicePath", "dipperUseDirectIO", "writeAmpDeviceList",
-      "deviceMaxWriteSize", "enableFastShutdown"};
+      "deviceMaxWriteSize", "enableFastShutdown", "nvmCacheMetadataSizeMB", "navyBigHashBucketSize",
+      "navyBloomFilterPerBucketSize", "navyMaxNumReads", "navyMaxNumWrites", "navyStackSizeKB", "navyQDepth",
+      "navyEnableIoUring", "navyCleanRegionThreads", "navyAdmissionWriteRateMB", "navyMaxConcurrentInserts",
+      "navyDataChecksum", "navyEncryption", "navySegmentedFifoSegmentRatio", "navyReqOrderShardsPower",
+      "navySizeClasses", "navyArenas", "navyEnableAccessTimeMap", "navyAccessTimeMapMaxSize",
+      "navyEnableItemHistoryTracking", "deviceEnableFDP", "nvmAdmissionRetentionTimeThreshold", "shmType",
+      "hugePageSize", "hugePageMountDir", "lockMemory", "tickerSynchingSeconds", "eventTrackerFilePath",
+      "eventTrackerSamplingRate", "eventTrackerQueueSize", "fccCoroFiberAdapterNumThreads",
+      "fccCoroFiberAdapterFibersPerThread", "fccCoroFiberAdapterStackSizeKB", "customConfigJson",
+      "rebalanceMinRatio"};
   return k;
 }
 
@@ -193,8 +216,40 @@ const std::vector<std::string>& ignoredTestKeys() {
       "name", "mode", "numChainedItems", "chainedItemLengthRange", "chainedItemLengthRangeProbability",
       "chainedItemsPerLocation", "checkConsistency", "checkNvmCacheWarmUp", "traceFileName", "traceFileNames",
       "repeatTraceReplay", "replayGeneratorConfig", "timestampFactor", "useTraceTimeStamp", "ampFactor",
-      "prepopulateThreads", "numFastShutdown", "maxInconsistencyCount", "tenantRateLimits"};
+      "prepopulateThreads", "numFastShutdown", "maxInconsistencyCount", "tenantRateLimits", "preallocateCache",
+      "repeatOpCount", "ignoreOpCount", "populateItem", "maxInvalidDestructorCount", "cachePieceSize",
+      "maxCachePieces", "missTraceFile", "dramIteratorMode", "dramIteratorIntervalMs", "dramIteratorSleepMs",
+      "dramIteratorWorkMs", "opRateBurstSize", "useLegacyKeyGen", "nvmCacheWarmupCheckPolicy"};
   return k;
+}
+
+// Special stressors cachebench selects by test_config.name: they exercise
+// CacheLib's own structures, not a key-value workload tiercache-bench can run.
+const std::map<std::string, std::string>& specialStressors() {
+  static const std::map<std::string, std::string> k = {
+      {"high_refcount", "tests CacheLib's item refcount limit"},
+      {"cachelib_map", "tests CacheLib's CacheLibMap structure"},
+      {"cachelib_range_map", "tests CacheLib's RangeMap structure"},
+      {"fast_shutdown", "tests CacheLib's shared-memory fast shutdown and restore"},
+      {"object_cache", "tests CacheLib's object cache (C++ objects, not bytes)"},
+      {"async", "drives CacheLib's asynchronous (coroutine) API"},
+  };
+  return k;
+}
+
+// Reads a side file a config names (popDistFile, valSizeDistFile), relative
+// to the config's directory as cachebench resolves it.
+json readSideFile(const std::string& dir, const std::string& name, const std::string& path) {
+  std::filesystem::path f = std::filesystem::path(name).is_absolute() ? std::filesystem::path(name)
+                                                                       : std::filesystem::path(dir) / name;
+  std::ifstream in(f);
+  if (!in) throw ConfigError(path, "cannot read " + f.string() + " (resolved against configPath \"" + dir + "\")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  json doc = json::parse(text.begin(), text.end(), nullptr, false, /*ignore_comments=*/true);
+  if (!doc.is_object()) throw ConfigError(path, f.string() + " is not a JSON object");
+  return doc;
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -273,8 +328,16 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   // CacheLib's lock power may exceed ours (at most 20 and <= bucket power): clamp, as it only sets striping.
   c.index.lock_power = std::min({c.index.lock_power, c.index.bucket_power, 20u});
   take("allocator", [&](const json& v, const std::string& p) {
-    std::string a = text(v, p);
-    if (a != "LRU") throw ConfigError(p, "\"" + a + "\" is not available: tiercache implements the LRU allocator only");
+    out.allocator = text(v, p);
+    // cachebench's cache_component stressor drives one component: "RAM" is
+    // a DRAM cache (run here as the LRU cache), "flash" a flash-only cache.
+    if (out.allocator == "flash")
+      throw ConfigError(p, "\"flash\" is CacheLib's flash cache component; tiercache has no NVM (flash) cache: "
+                           "use \"LRU\" for a memory cache");
+    if (out.allocator == "RAM") out.allocator = "LRU";
+    if (policyForAllocator(out.allocator).empty())
+      throw ConfigError(p, "\"" + out.allocator + "\" has no tiercache eviction policy mapped to it "
+                           "(LRU, LRU5B, LRU2Q, LRU5B2Q, TinyLFU, TinyLFU5B; docs/cachebench.md)");
   });
   take("lruRefreshSec", [&](const json& v, const std::string& p) {
     c.eviction.lru_refresh_ms = uint32_t(std::min<uint64_t>(count(v, p) * 1000, 3'600'000));
@@ -449,74 +512,237 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     if (const json* v = at(tc, key)) fn(*v, tpath(key));
     testHandled.push_back(key);
   };
+  // Side files (popDistFile, valSizeDistFile, traces) are found as cachebench
+  // finds them: in configPath, by default the config file's directory.
+  std::string configDir = ".";
+  if (!source.empty()) {
+    std::filesystem::path parent = std::filesystem::path(source).parent_path();
+    if (!parent.empty()) configDir = parent.string();
+  }
+  ttake("configPath", [&](const json& v, const std::string& p) {
+    std::string d = text(v, p);
+    if (!d.empty()) configDir = d;
+  });
+  // The distribution keys, with what the side files say in their place.
+  json dist = tc;
+  ttake("valSizeDistFile", [&](const json& v, const std::string& p) {
+    std::string f = text(v, p);
+    if (f.empty()) return;
+    json side = readSideFile(configDir, f, p);
+    for (const char* k : {"valSizeRange", "valSizeRangeProbability"})
+      if (side.contains(k)) dist[k] = side[k];
+  });
+  ttake("popDistFile", [&](const json& v, const std::string& p) {
+    std::string f = text(v, p);
+    if (f.empty()) return;
+    json side = readSideFile(configDir, f, p);
+    for (const char* k : {"popularityBuckets", "popularityWeights"})
+      if (side.contains(k)) dist[k] = side[k];
+  });
+  auto dat = [&](const char* key) -> const json* { return at(dist, key); };
+  ttake("poolDistributions", [&](const json&, const std::string& p) {
+    throw ConfigError(p, "per-pool workload distributions are not implemented; give one distribution in "
+                         "test_config (keyPoolDistribution still spreads its keys over pools)");
+  });
+
+  ttake("name", [&](const json& v, const std::string& p) {
+    std::string n = text(v, p);
+    auto it = specialStressors().find(n);
+    if (it != specialStressors().end())
+      throw ConfigError(p, "\"" + n + "\" selects a special cachebench stressor that " + it->second +
+                               "; tiercache-bench runs the key-value workload only (remove name)");
+  });
+  // Generator: the synthetic workload, or a kvcache trace replay.
+  std::string generator;
+  ttake("generator", [&](const json& v, const std::string& p) {
+    generator = text(v, p);
+    if (generator.empty() || generator == "workload" || generator == "online" || generator == "replay" ||
+        generator == "binary-replay")
+      return;
+    if (generator == "block-replay")
+      throw ConfigError(p, "\"block-replay\" simulates CacheLib's block-chunk cache over block traces; "
+                           "tiercache-bench has no block-chunk layer");
+    if (generator == "piecewise-replay")
+      throw ConfigError(p, "\"piecewise-replay\" replays CDN object traces in pieces; tiercache-bench has no "
+                           "piecewise cache: convert the trace to `key,size,op` and use `tiercache-bench replay`");
+    throw ConfigError(p, "\"" + generator + "\" is not a generator tiercache-bench has (workload, online, replay)");
+  });
+  bool replay = generator == "replay" || generator == "binary-replay";
+
   ttake("numOps", [&](const json& v, const std::string& p) { w.ops_per_thread = count(v, p); });
   ttake("numThreads", [&](const json& v, const std::string& p) { w.threads = count32(v, p); });
   ttake("numKeys", [&](const json& v, const std::string& p) { w.keys = count(v, p); });
-  ttake("keySizeRange", [&](const json& v, const std::string& p) {
-    w.key_size_buckets = sizePieces(v, at(tc, "keySizeRangeProbability"), p, tpath("keySizeRangeProbability"));
-  });
+  if (replay && !at(tc, "numKeys")) w.keys = 1;  // unused by a replay
+  testHandled.push_back("keySizeRange");
   testHandled.push_back("keySizeRangeProbability");
-  ttake("valSizeRange", [&](const json& v, const std::string& p) {
-    w.value_size_buckets = sizePieces(v, at(tc, "valSizeRangeProbability"), p, tpath("valSizeRangeProbability"));
-  });
+  testHandled.push_back("valSizeRange");
   testHandled.push_back("valSizeRangeProbability");
+  if (const json* v = dat("keySizeRange"))
+    w.key_size_buckets = sizePieces(*v, dat("keySizeRangeProbability"), tpath("keySizeRange"),
+                                    tpath("keySizeRangeProbability"), /*discreteAllowed=*/false);
+  if (const json* v = dat("valSizeRange"))
+    w.value_size_buckets = sizePieces(*v, dat("valSizeRangeProbability"), tpath("valSizeRange"),
+                                      tpath("valSizeRangeProbability"), /*discreteAllowed=*/true);
   double get = 0, set = 0, del = 0, lone = 0;
   ttake("getRatio", [&](const json& v, const std::string& p) { get = number(v, p); });
   ttake("setRatio", [&](const json& v, const std::string& p) { set = number(v, p); });
   ttake("delRatio", [&](const json& v, const std::string& p) { del = number(v, p); });
   ttake("loneGetRatio", [&](const json& v, const std::string& p) { lone = number(v, p); });
-  for (const char* k : {"addChainedRatio", "updateRatio", "couldExistRatio", "loneSetRatio"})
+  for (const char* k : {"addChainedRatio"})
+    ttake(k, [&](const json& v, const std::string& p) {
+      refuseIfSet(v, p, "chained items are not available in tiercache; set it to 0");
+    });
+  for (const char* k : {"updateRatio", "couldExistRatio", "loneSetRatio"})
     ttake(k, [&](const json& v, const std::string& p) {
       refuseIfSet(v, p, std::string("tiercache-bench has no ") + k + " operation; set it to 0");
     });
-  double total = get + set + del + lone;
   for (double r : {get, set, del, lone})
     if (!(r >= 0)) throw ConfigError("test_config", "operation ratios must not be negative");
-  if (!(total > 0)) throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0");
+  double total = get + set + del + lone;
+  if (replay) {
+    get = 1, set = del = lone = 0, total = 1;  // the trace says what each request is
+  } else if (!(total > 0)) {
+    throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0 (a workload needs "
+                                     "operations; a trace replay needs generator \"replay\")");
+  }
   // cachebench draws operations in proportion to the ratios.
   w.get_ratio = get / total;
   w.set_ratio = set / total;
   w.remove_ratio = del / total;
   w.lone_get_ratio = lone / total;
-  ttake("popularityBuckets", [&](const json& v, const std::string& p) {
+  testHandled.push_back("popularityBuckets");
+  testHandled.push_back("popularityWeights");
+  if (const json* v = dat("popularityBuckets")) {
     w.popularity.kind = PopularityKind::kPiecewise;
-    w.popularity.bucket_sizes = numbers(v, p);
-  });
-  ttake("popularityWeights", [&](const json& v, const std::string& p) {
-    if (!at(tc, "popularityBuckets")) throw ConfigError(p, "needs popularityBuckets");
-    w.popularity.bucket_weights = numbers(v, p);
-  });
-  if (at(tc, "popularityBuckets") && !at(tc, "popularityWeights"))
-    throw ConfigError(tpath("popularityWeights"), "missing (needed with popularityBuckets)");
-  if (!at(tc, "popularityBuckets")) w.popularity.kind = PopularityKind::kUniform;  // cachebench without buckets
+    w.popularity.bucket_sizes = numbers(*v, tpath("popularityBuckets"));
+    const json* weights = dat("popularityWeights");
+    if (!weights) throw ConfigError(tpath("popularityWeights"), "missing (needed with popularityBuckets)");
+    w.popularity.bucket_weights = numbers(*weights, tpath("popularityWeights"));
+  } else {
+    if (dat("popularityWeights")) throw ConfigError(tpath("popularityWeights"), "needs popularityBuckets");
+    // cachebench without buckets: a normal distribution centred on the middle
+    // key with a standard deviation of a quarter of the key range.
+    w.popularity.kind = PopularityKind::kNormal;
+    w.popularity.stddev_fraction = 0.25;
+  }
   ttake("enableLookaside", [&](const json& v, const std::string& p) { w.lookaside = boolean(v, p); });
   ttake("prepopulateCache", [&](const json& v, const std::string& p) { w.prepopulate = boolean(v, p); });
-  ttake("generator", [&](const json& v, const std::string& p) {
-    std::string g = text(v, p);
-    if (!g.empty() && g != "workload" && g != "online")
-      throw ConfigError(p, "\"" + g + "\" is not available; replay traces with `tiercache-bench replay` (docs/bench.md)");
+  ttake("onlySetIfMiss", [&](const json& v, const std::string& p) { w.only_set_if_miss = boolean(v, p); });
+  ttake("touchValue", [&](const json& v, const std::string& p) { boolean(v, p); });  // values are always read and verified
+  ttake("samplingIntervalMs", [&](const json& v, const std::string& p) {
+    w.progress_interval_ms = uint32_t(std::min<uint64_t>(count(v, p), 3'600'000));
   });
   ttake("distribution", [&](const json& v, const std::string& p) {
     std::string d = text(v, p);
     if (!d.empty() && d != "range")
       throw ConfigError(p, "\"" + d + "\" is not available (only the \"range\" distribution)");
   });
-  for (const char* k : {"keyPoolDistribution", "opPoolDistribution"})
+
+  // Pools: cachebench splits the keys into consecutive ranges by
+  // keyPoolDistribution and sends operations to pools by opPoolDistribution,
+  // whose default is [1]: every operation in pool 0.
+  std::vector<double> keyPools{1.0}, opPools{1.0};
+  ttake("keyPoolDistribution", [&](const json& v, const std::string& p) { keyPools = numbers(v, p); });
+  ttake("opPoolDistribution", [&](const json& v, const std::string& p) { opPools = numbers(v, p); });
+  if (opPools.size() > keyPools.size())
+    throw ConfigError(tpath("opPoolDistribution"), "has " + std::to_string(opPools.size()) + " pools but " +
+                                                       "keyPoolDistribution has " + std::to_string(keyPools.size()));
+  if (keyPools.size() > numPools)
+    throw ConfigError(tpath("keyPoolDistribution"), "spreads keys over " + std::to_string(keyPools.size()) +
+                                                        " pools but cache_config.numPools is " + std::to_string(numPools));
+  if (keyPools.size() > 1) {
+    w.key_pools = keyPools;
+    w.op_pools = opPools;
+    w.op_pools.resize(keyPools.size(), 0.0);
+  }
+
+  ttake("opDelayBatch", [&](const json& v, const std::string& p) { w.op_delay_batch = count(v, p); });
+  ttake("opDelayNs", [&](const json& v, const std::string& p) {
+    w.op_delay_ns = count(v, p);
+    if (w.op_delay_ns > 1'000'000'000) throw ConfigError(p, "must be at most 1000000000 (one second)");
+  });
+  ttake("opRatePerSec", [&](const json& v, const std::string& p) {
+    refuseIfSet(v, p, "tiercache-bench does not limit the operation rate; set it to 0 (opDelayBatch and "
+                      "opDelayNs pace a thread)");
+  });
+  // TTL: kept refused until the cache takes a per-item TTL.
+  ttake("ttlRatio", [&](const json& v, const std::string& p) {
+    refuseIfSet(v, p, "per-item TTL is not available in tiercache yet; set it to 0");
+  });
+  for (const char* k : {"ttlSecsRange", "ttlSecsRangeProbability"})
     ttake(k, [&](const json& v, const std::string& p) {
-      std::vector<double> d = numbers(v, p);
-      for (size_t i = 1; i < d.size(); ++i)
-        if (d[i] != 0) throw ConfigError(p, "spreading keys or operations over pools is not implemented: use [1]");
+      if (!v.is_array() || !v.empty()) throw ConfigError(p, "per-item TTL is not available in tiercache yet; remove it");
     });
-  for (const char* k : {"opDelayBatch", "opDelayNs", "opRatePerSec", "ttlRatio"})
-    ttake(k, [&](const json& v, const std::string& p) {
-      refuseIfSet(v, p, std::string("tiercache-bench does not implement ") + k + "; set it to 0");
-    });
+
+  // Trace replay (KVReplayGenerator's kvcache CSV).
+  std::vector<std::string> traces;
+  ttake("traceFileName", [&](const json& v, const std::string& p) {
+    std::string f = text(v, p);
+    if (!f.empty()) traces.push_back(f);
+  });
+  ttake("traceFileNames", [&](const json& v, const std::string& p) {
+    if (!v.is_array()) throw ConfigError(p, "must be an array of file names");
+    if (!traces.empty() && !v.empty()) throw ConfigError(p, "set only one of traceFileName or traceFileNames");
+    for (size_t i = 0; i < v.size(); ++i) traces.push_back(text(v[i], p + "[" + std::to_string(i) + "]"));
+  });
+  bool repeat = false;
+  ttake("repeatTraceReplay", [&](const json& v, const std::string& p) { repeat = boolean(v, p); });
+  ttake("replayGeneratorConfig", [&](const json& v, const std::string& p) {
+    if (!v.is_object()) throw ConfigError(p, "must be an object");
+    for (const auto& [key, val] : v.items()) {
+      std::string kp = p + "." + key;
+      if (key == "ampFactor" || key == "ampSizeFactor") {
+        if (count(val, kp) != 1) throw ConfigError(kp, "trace amplification is not implemented; set it to 1");
+      } else if (key == "replaySerializationMode") {
+        std::string m = text(val, kp);
+        if (m != "strict" && m != "relaxed" && m != "none")
+          throw ConfigError(kp, "must be strict, relaxed or none");
+        // tiercache-bench replays each thread's share in order (docs/bench.md); no cross-thread serialization.
+      } else if (key == "fastForwardCount" || key == "preLoadReqs") {
+        refuseIfSet(val, kp, "is not implemented; set it to 0");
+      } else if (key == "binaryFileName" || key == "relaxedSerialIntervalMs" || key == "numAggregationFields" ||
+                 key == "numExtraFields" || key == "statsPerAggField") {
+        out.ignored.push_back(kp);
+      } else {
+        throw ConfigError(kp, "unknown replay generator key");
+      }
+    }
+  });
+  if (replay) {
+    if (traces.empty())
+      throw ConfigError(tpath("traceFileName"),
+                        "missing: generator \"" + generator + "\" needs traceFileName or traceFileNames");
+    CachebenchReplay r;
+    r.repeat = repeat;
+    r.binary = generator == "binary-replay";
+    for (const std::string& f : traces) {
+      std::filesystem::path path = std::filesystem::path(f).is_absolute() ? std::filesystem::path(f)
+                                                                           : std::filesystem::path(configDir) / f;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(path, ec))
+        throw ConfigError(tpath(traces.size() > 1 || at(tc, "traceFileNames") ? "traceFileNames" : "traceFileName"),
+                          "trace file " + path.string() + " does not exist (names are resolved against configPath \"" +
+                              configDir + "\")");
+      r.files.push_back(path.string());
+    }
+    out.replay = std::move(r);
+  } else if (!traces.empty()) {
+    out.ignored.push_back(tpath(at(tc, "traceFileNames") ? "traceFileNames" : "traceFileName") +
+                          " (no replay generator)");
+  }
   for (const auto& [key, val] : tc.items())
     if (!contains(testHandled, key))
       out.ignored.push_back(tpath(key) + (contains(ignoredTestKeys(), key) ? "" : " (unknown key)"));
 
   // Validate in cachebench's words.
   w.updateEnvelopes();
+  // CacheLib's largest class is by default its 4 MiB slab; ours defaults to
+  // 1 MiB (above). A workload whose values need more gets CacheLib's default.
+  if (!at(cc, "maxAllocSize") && c.allocation.sizes.empty() &&
+      w.value_size.max + w.key_size.max + 64 > c.allocation.max_size) {
+    c.slab_size = 4 * kMiB;
+    c.allocation.max_size = uint32_t(4 * kMiB);
+  }
   std::string where = source.empty() ? "" : " (in " + source + ")";
   try {
     w.validate();
@@ -527,11 +753,39 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   try {
     c.normalize();
     c.validate();
+    // Policies other than lru are set by name, through the option table,
+    // so a policy this build lacks gets the config's own unknown-value error.
+    std::string policy = policyForAllocator(out.allocator);
+    if (policy != "lru") {
+      json j = json::parse(c.toJson());
+      j["eviction"]["policy"] = policy;
+      c = CacheConfig::fromJsonString(j.dump());
+    }
   } catch (const ConfigError& e) {
     std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
-    throw ConfigError(cachebenchKeyFor(e.path()), reason + " [as " + e.path() + "]" + where);
+    std::string key = e.path() == "eviction.policy" ? "cache_config.allocator" : cachebenchKeyFor(e.path());
+    if (e.path() == "eviction.policy")
+      reason = "\"" + out.allocator + "\" maps to policy \"" + policyForAllocator(out.allocator) +
+               "\", which this build does not have: " + reason;
+    throw ConfigError(key, reason + " [as " + e.path() + "]" + where);
   }
   return out;
+}
+
+std::string policyForAllocator(const std::string& allocator) {
+  // cachebench allocator -> eviction.policy. The "5B" variants differ from
+  // their base only in CacheLib's pointer compression, which does not
+  // change what is evicted. LRU2Q (hot / warm / cold queues, new items in
+  // warm's probation) is closest to S3-FIFO: a small probationary FIFO in
+  // front of the main queue, so one-hit items leave early; "lru" with a
+  // mid-point insertion would keep one queue and no ghost history.
+  static const std::map<std::string, std::string> kTable = {
+      {"LRU", "lru"},          {"LRU5B", "lru"},
+      {"LRU2Q", "s3fifo"},     {"LRU5B2Q", "s3fifo"},
+      {"TinyLFU", "wtinylfu"}, {"TinyLFU5B", "wtinylfu"},
+  };
+  auto it = kTable.find(allocator);
+  return it == kTable.end() ? "" : it->second;
 }
 
 CachebenchConfig importCachebenchFile(const std::string& path) {

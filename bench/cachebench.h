@@ -13,6 +13,7 @@
 //                "cache_config.<key>" or "test_config.<key>"
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,26 @@
 
 namespace tiercache::bench {
 
+// A trace-replay config (generator "replay" or "binary-replay"): the trace files, in order,
+// replayed through runTrace. `workload` then holds threads, lookaside and
+// the op cap (ops_per_thread * threads records at most, as cachebench's numOps).
+struct CachebenchReplay {
+  std::vector<std::string> files;  // resolved against the config's directory (configPath)
+  bool repeat = false;             // repeatTraceReplay: start over until the op cap is reached
+  bool binary = false;             // generator "binary-replay": CacheLib's binary request dump
+};
+
 struct CachebenchConfig {
   CacheConfig cache;
   WorkloadConfig workload;
   std::vector<std::string> ignored;  // "cache_config.lruUpdateOnWrite", ... in document order
+  std::optional<CachebenchReplay> replay;
+  std::string allocator = "LRU";     // cachebench's allocator name, as given
 };
+
+// cachebench allocator -> tiercache eviction.policy name ("" when none maps).
+// One table; docs/cachebench.md lists it.
+std::string policyForAllocator(const std::string& allocator);
 
 // True when the document's top level has "cache_config" or "test_config".
 bool isCachebenchDocument(std::string_view text);

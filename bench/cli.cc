@@ -14,6 +14,7 @@
 #include "bench/compare.h"
 #include "bench/hit_ratio_sim.h"
 #include "bench/key_space.h"
+#include "bench/kvcache_trace.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/sweep.h"
@@ -34,6 +35,7 @@ struct LoadedConfig {
   CacheConfig cache;
   WorkloadConfig workload;
   bool cachebench = false;
+  std::optional<CachebenchReplay> replay;  // a cachebench config with generator "replay"
 };
 
 std::string readFile(const std::string& path) {
@@ -53,6 +55,7 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
     l.cache = std::move(cb.cache);
     l.workload = std::move(cb.workload);
     l.cachebench = true;
+    l.replay = std::move(cb.replay);
   } else {
     l.cache = CacheConfig::fromJsonFile(path);
     l.workload = WorkloadConfig::fromJsonFile(path);
@@ -118,6 +121,7 @@ struct Args {
   bool json = false, noLimits = false;
   std::optional<bool> progress, lookaside;
   std::optional<uint32_t> threads;
+  std::optional<uint64_t> maxOps;
   uint32_t runs = 5;
 };
 
@@ -150,6 +154,7 @@ Args parseArgs(const std::string& command, const std::vector<std::string>& args,
     else if (s == "--progress") a.progress = true;
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--no-limits") a.noLimits = true;
+    else if (command == "run" && s == "--max-ops") a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
     else if (command == "record" && (s == "-o" || s == "--output")) a.output = value(i, s);
     else if (command == "sweep" && s == "--out") a.output = value(i, s);
     else if (command == "replay" && s == "--trace") a.trace = value(i, s);
@@ -203,9 +208,34 @@ WorkloadResult runOnce(const LoadedConfig& l, const CacheConfig& c, const Worklo
   return r;
 }
 
+int replayTrace(const Args& a, const LoadedConfig& l, const Trace& trace, const std::string& traceName,
+                ReplayConfig rc, std::ostream& out, std::ostream& err, bool terminal);
+
 int commandRun(const Args& a, std::ostream& out, std::ostream& err, bool terminal) {
   requireConfig(a);
   LoadedConfig l = loadConfig(a.config, err);
+  if (a.maxOps) l.workload.ops_per_thread = std::min<uint64_t>(l.workload.ops_per_thread, *a.maxOps);
+  if (l.replay) {
+    // cachebench's numOps bounds a replay too: numOps * numThreads requests.
+    uint64_t cap = l.workload.ops_per_thread * l.workload.threads;
+    Trace trace;
+    KvcacheReadStats stats;
+    try {
+      trace = readKvcacheTraces(l.replay->files, cap, l.replay->repeat, &stats, l.replay->binary);
+    } catch (const TraceError& e) {
+      err << "tiercache-bench: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    if (stats.skipped_ops > 0)
+      err << "tiercache-bench: warning: " << stats.skipped_ops
+          << " trace rows with an operation other than GET, SET or DELETE were skipped\n";
+    std::string names;
+    for (const std::string& f : l.replay->files) names += (names.empty() ? "" : ", ") + f;
+    ReplayConfig rc;
+    rc.threads = l.workload.threads;
+    rc.lookaside = l.workload.lookaside;
+    return replayTrace(a, l, trace, names, rc, out, err, terminal);
+  }
   std::unique_ptr<Cache> cache;
   try {
     cache = makeCache(l, l.cache, l.workload);
@@ -257,7 +287,7 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
   }
   TraceWriter writer(file, TraceWriter::formatFor(a.output));
   KeySpace keys(w);
-  std::unique_ptr<KeySampler> sampler = KeySampler::make(w.popularity, w.keys);
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(w);
   std::string key;
   uint64_t prepopulate = 0;
   // Prepopulate sets in the order the threads issue them together (record i
@@ -304,6 +334,11 @@ int commandReplay(const Args& a, std::ostream& out, std::ostream& err, bool term
   ReplayConfig rc;
   rc.threads = a.threads.value_or(1);
   rc.lookaside = a.lookaside.value_or(l.workload.lookaside);
+  return replayTrace(a, l, trace, a.trace, rc, out, err, terminal);
+}
+
+int replayTrace(const Args& a, const LoadedConfig& l, const Trace& trace, const std::string& traceName,
+                ReplayConfig rc, std::ostream& out, std::ostream& err, bool terminal) {
   // The report's view of the run: the replay's threads and lookaside.
   WorkloadConfig shown = l.workload;
   shown.threads = rc.threads;
@@ -316,7 +351,7 @@ int commandReplay(const Args& a, std::ostream& out, std::ostream& err, bool term
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
-    err << "tiercache-bench: cannot create the cache from " << a.config << ": " << e.what() << "\n";
+    err << "tiercache-bench: cannot create the cache from " << l.path << ": " << e.what() << "\n";
     return kExitFailed;
   }
   Progress progress(err, a.progress.value_or(terminal), terminal, l.workload.progress_interval_ms);
@@ -334,7 +369,7 @@ int commandReplay(const Args& a, std::ostream& out, std::ostream& err, bool term
   if (a.json) {
     out << reportJson(shown, result, lp) << "\n";
   } else {
-    out << formatReport(shown, result, lp, "") << "Trace         : " << a.trace << ", " << withCommas(trace.size())
+    out << formatReport(shown, result, lp, "") << "Trace         : " << traceName << ", " << withCommas(trace.size())
         << " records" << (note.empty() ? "" : " (" + note + ")") << "\n";
   }
   if (result.ops.value_mismatches > 0) {
@@ -471,7 +506,7 @@ int commandSweep(const Args& a, std::ostream& out, std::ostream& err, bool termi
 }  // namespace
 
 std::string benchUsage() {
-  return "usage: tiercache-bench --config FILE [--json] [--progress | --no-progress] [--no-limits]\n"
+  return "usage: tiercache-bench --config FILE [--json] [--progress | --no-progress] [--no-limits] [--max-ops N]\n"
          "       tiercache-bench record --config FILE -o TRACE\n"
          "       tiercache-bench replay --config FILE --trace TRACE [--threads N] [--lookaside | --no-lookaside]\n"
          "                              [--json] [--no-limits] [--progress | --no-progress]\n"
@@ -484,7 +519,8 @@ std::string benchUsage() {
          "\n"
          "  (run)           build the cache, run the workload, print a report; a single-threaded\n"
          "                  run also prints the optimal (Belady) and LRU hit ratios beside the\n"
-         "                  measured one (--no-limits skips that)\n"
+         "                  measured one (--no-limits skips that). --max-ops N: at most N\n"
+         "                  operations per thread (a cachebench trace replay: N x threads records)\n"
          "  record          write the workload's requests as a trace (.csv: CSV, else binary)\n"
          "  replay          replay a trace on the config's cache over N threads (default 1)\n"
          "  compare         run A and B alternately RUNS times (default 5), print medians and deltas\n"

@@ -224,22 +224,29 @@ HitRatioLimits computeLimits(const std::vector<SimRequest>& requests, uint64_t c
 std::vector<SimRequest> workloadRequests(const WorkloadConfig& config, uint32_t itemHeaderBytes) {
   if (config.keys > (UINT32_MAX - 1) / 2) throw std::length_error("too many keys to simulate (at most 2^31 - 1)");
   KeySpace keys(config);
-  std::unique_ptr<KeySampler> sampler = KeySampler::make(config.popularity, config.keys);
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(config);
   auto object = [&](uint64_t index) {
     return uint32_t(std::min<uint64_t>(itemHeaderBytes + keys.keyLength(index) + keys.valueSize(index), UINT32_MAX));
+  };
+  // Indices that share a short key are one object: its id is the first such
+  // index seen (still below keys, so ids stay dense).
+  std::unordered_map<uint64_t, uint32_t> shortIds;
+  auto idOf = [&](uint64_t index) -> uint32_t {
+    if (!keys.isShortKey(index)) return uint32_t(index);
+    return shortIds.try_emplace(keys.shortKeyId(index), uint32_t(index)).first->second;
   };
   std::vector<SimRequest> out;
   if (config.prepopulate) {
     out.reserve(config.keys + config.ops_per_thread);
     for (uint64_t i = 0, n = RequestStream::prepopulateCount(config.keys, 1, 0); i < n; ++i) {
       uint64_t index = RequestStream::prepopulateIndex(config.keys, 1, 0, i);
-      out.push_back(SimRequest{uint32_t(index), object(index), RequestOp::kSet, false});
+      out.push_back(SimRequest{idOf(index), object(index), RequestOp::kSet, false});
     }
   }
   RequestStream stream(config, *sampler, 0);
   for (uint64_t i = 0; i < config.ops_per_thread; ++i) {
     Request r = stream.next();
-    uint32_t id = uint32_t(r.op == RequestOp::kLoneGet ? config.keys + r.index : r.index);
+    uint32_t id = r.op == RequestOp::kLoneGet ? uint32_t(config.keys + r.index) : idOf(r.index);
     out.push_back(SimRequest{id, object(r.index), r.op, true});
   }
   return out;

@@ -1,5 +1,7 @@
 #include "bench/key_space.h"
 
+#include <algorithm>
+
 namespace tiercache::bench {
 
 namespace {
@@ -12,6 +14,11 @@ constexpr uint64_t kValueLenSalt = 0x76616c6c656e0002ull;
 constexpr uint64_t kFillerSalt = 0x66696c6c65720003ull;
 
 constexpr uint64_t kPieceSalt = 0x7069656365000004ull;
+constexpr uint64_t kShortSalt = 0x73686f7274000005ull;
+// Tags a short key's code so that its value size differs from that of the
+// long key whose index happens to equal the code.
+constexpr uint64_t kShortIdentityTag = 0x5348525400000006ull;
+constexpr uint64_t kLetters = 26;
 // Replaces the first hex digit of a lone key: none of these is a hex digit
 // or a filler character, nor ',' or '#', which a CSV trace cannot start a key with.
 constexpr char kLoneMark[] = "~!@.$%^&*+=:;<>?";
@@ -23,11 +30,40 @@ uint64_t pickIn(uint64_t index, uint64_t salt, SizeRange r) {
 }  // namespace
 
 KeySpace::KeySpace(uint64_t keys, SizeRange keySize, SizeRange valueSize)
-    : keys_(keys), keySize_(keySize), valueSize_(valueSize), width_(indexWidth(keys)) {}
+    : keys_(keys), keySize_(keySize), valueSize_(valueSize), width_(indexWidth(keys)), poolStarts_{0, keys} {}
 
 KeySpace::KeySpace(const WorkloadConfig& c) : KeySpace(c.keys, c.key_size, c.value_size) {
   keyPieces_ = makePieces(c.key_size_buckets);
   valuePieces_ = makePieces(c.value_size_buckets);
+  poolStarts_ = c.poolKeyStarts();
+}
+
+uint32_t KeySpace::poolOf(uint64_t index) const {
+  // poolStarts_ is sorted; the pool is the last start <= index.
+  auto it = std::upper_bound(poolStarts_.begin(), poolStarts_.end() - 1, index);
+  return uint32_t(it - poolStarts_.begin() - 1);
+}
+
+uint64_t KeySpace::shortKeyCode(uint64_t index, size_t length) const {
+  // length < width_ <= 12, and 26^11 < 2^52: the code fits with the length in the low 4 bits.
+  uint64_t space = 1;
+  for (size_t i = 0; i < length; ++i) space *= kLetters;
+  return (mix64(index ^ kShortSalt) % space) << 4 | length;
+}
+
+uint64_t KeySpace::distinctKeys() const {
+  std::vector<uint64_t> codes;
+  uint64_t longKeys = 0;
+  for (uint64_t i = 0; i < keys_; ++i) {
+    size_t len = keyLength(i);
+    if (len >= width_) {
+      ++longKeys;
+    } else {
+      codes.push_back(shortKeyCode(i, len));
+    }
+  }
+  std::sort(codes.begin(), codes.end());
+  return longKeys + uint64_t(std::unique(codes.begin(), codes.end()) - codes.begin());
 }
 
 KeySpace::Pieces KeySpace::makePieces(const std::vector<SizeBucket>& buckets) {
@@ -61,22 +97,34 @@ size_t KeySpace::indexWidth(uint64_t keys) {
   return w;
 }
 
-size_t KeySpace::keyLength(uint64_t index) const {
-  size_t len = pick(index, kKeyLenSalt, keySize_, keyPieces_);
-  return len < width_ ? width_ : len;
-}
+size_t KeySpace::keyLength(uint64_t index) const { return pick(index, kKeyLenSalt, keySize_, keyPieces_); }
 
-size_t KeySpace::valueSize(uint64_t index) const { return pick(index, kValueLenSalt, valueSize_, valuePieces_); }
+size_t KeySpace::valueSize(uint64_t index) const {
+  size_t len = keyLength(index);
+  // A shared key must have one value size, whichever index wrote it.
+  uint64_t identity = len < width_ ? shortKeyCode(index, len) ^ kShortIdentityTag : index;
+  return pick(identity, kValueLenSalt, valueSize_, valuePieces_);
+}
 
 void KeySpace::loneKey(uint64_t index, std::string& out) const {
   key(index, out);
   char c = out[0];
-  out[0] = kLoneMark[c <= '9' ? c - '0' : c - 'a' + 10];
+  // A long key starts with a hex digit (the mark keeps lone keys unique per
+  // index); a short one with a letter (any mark does: lone gets always miss).
+  out[0] = kLoneMark[c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : index % 16];
 }
 
 void KeySpace::key(uint64_t index, std::string& out) const {
   size_t len = keyLength(index);
   out.resize(len);
+  if (len < width_) {
+    uint64_t code = shortKeyCode(index, len) >> 4;
+    for (size_t i = len; i-- > 0;) {
+      out[i] = char('a' + code % kLetters);
+      code /= kLetters;
+    }
+    return;
+  }
   uint64_t v = index;
   for (size_t i = width_; i-- > 0;) {
     out[i] = kHex[v & 15];

@@ -23,6 +23,43 @@ std::unique_ptr<KeySampler> KeySampler::make(const PopularityConfig& config, uin
   return nullptr;
 }
 
+std::unique_ptr<KeySampler> KeySampler::forWorkload(const WorkloadConfig& config) {
+  if (config.key_pools.size() <= 1) return make(config.popularity, config.keys);
+  return std::make_unique<PoolSampler>(config.popularity, config.poolKeyStarts(), config.poolOpWeights());
+}
+
+PoolSampler::PoolSampler(const PopularityConfig& config, std::vector<uint64_t> starts,
+                         const std::vector<double>& weights)
+    : starts_(std::move(starts)) {
+  double total = 0;
+  for (double w : weights) total += w;
+  double acc = 0;
+  for (size_t p = 0; p + 1 < starts_.size(); ++p) {
+    weight_.push_back(weights[p] / total);
+    acc += weight_.back();
+    cumulative_.push_back(acc);
+    uint64_t n = starts_[p + 1] - starts_[p];
+    pools_.push_back(n > 0 ? make(config, n) : nullptr);
+  }
+  // Rounding must not leave u past the last pool that takes operations.
+  size_t last = cumulative_.size() - 1;
+  while (last > 0 && !(pools_[last] && weight_[last] > 0)) --last;
+  for (size_t p = last; p < cumulative_.size(); ++p) cumulative_[p] = 1.0;
+}
+
+uint64_t PoolSampler::sample(Rng& rng) const {
+  double u = rng.uniform();
+  size_t p = 0;
+  // A pool of weight 0 has the cut of the one before it and is skipped.
+  while (p + 1 < cumulative_.size() && u >= cumulative_[p]) ++p;
+  return starts_[p] + pools_[p]->sample(rng);
+}
+
+double PoolSampler::probability(uint64_t index) const {
+  size_t p = size_t(std::upper_bound(starts_.begin(), starts_.end() - 1, index) - starts_.begin()) - 1;
+  return pools_[p] ? weight_[p] * pools_[p]->probability(index - starts_[p]) : 0.0;
+}
+
 ZipfSampler::ZipfSampler(uint64_t keys, double alpha) : keys_(keys), alpha_(alpha) {
   hIntegralX1_ = hIntegral(1.5) - 1.0;
   hIntegralN_ = hIntegral(double(keys) + 0.5);

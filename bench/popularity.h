@@ -42,6 +42,25 @@ class KeySampler {
   virtual double probability(uint64_t index) const = 0;
 
   static std::unique_ptr<KeySampler> make(const PopularityConfig& config, uint64_t keys);
+  // The workload's sampler: make(popularity, keys), or a PoolSampler when
+  // the workload spreads keys over several pools.
+  static std::unique_ptr<KeySampler> forWorkload(const WorkloadConfig& config);
+};
+
+// cachebench's pools: a pool drawn by its operation weight, then a key by
+// the popularity distribution over that pool's own consecutive key range
+// (WorkloadConfig::key_pools), as cachebench draws each pool's keys.
+class PoolSampler final : public KeySampler {
+ public:
+  PoolSampler(const PopularityConfig& config, std::vector<uint64_t> starts, const std::vector<double>& weights);
+  uint64_t sample(Rng& rng) const override;
+  double probability(uint64_t index) const override;
+
+ private:
+  std::vector<uint64_t> starts_;             // first index of each pool, then keys
+  std::vector<double> cumulative_;           // cumulative normalized op weight
+  std::vector<double> weight_;               // normalized op weight per pool
+  std::vector<std::unique_ptr<KeySampler>> pools_;  // null for a pool without keys (weight 0)
 };
 
 class UniformSampler final : public KeySampler {

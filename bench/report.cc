@@ -162,6 +162,10 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
   s += formatTierBlocks(r);
   s += formatCostBlock(r);
+  if (r.distinct_keys)
+    s += sformat("Keys          : %s distinct of %s (%s share a short key, as cachebench's short keys do)\n",
+                 withCommas(r.distinct_keys).c_str(), withCommas(config.keys).c_str(),
+                 withCommas(config.keys - r.distinct_keys).c_str());
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -238,6 +242,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                  {"cpu_seconds", r.idle_cpu_seconds},
                  {"cpu_percent_of_core", 100.0 * r.idle_cpu_seconds / r.idle_seconds}};
   }
+  if (r.distinct_keys) j["distinct_keys"] = r.distinct_keys;
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

@@ -90,13 +90,22 @@ class Worker {
 
   void run() {
     RequestStream stream(config_, sampler_, thread_);
+    bool delay = config_.op_delay_batch > 0 && config_.op_delay_ns > 0;
+    uint64_t sinceDelay = 0;
     for (uint64_t op = 0; op < config_.ops_per_thread; ++op) {
       Request r = stream.next();
       switch (r.op) {
         case RequestOp::kGet: get(r.index); break;
-        case RequestOp::kSet: set(r.index); break;
+        case RequestOp::kSet:
+          if (!config_.only_set_if_miss || !present(r.index)) set(r.index);
+          break;
         case RequestOp::kDel: remove(r.index); break;
         case RequestOp::kLoneGet: loneGet(r.index); break;
+      }
+      // cachebench's opDelayBatch / opDelayNs: a pause after each batch.
+      if (delay && ++sinceDelay == config_.op_delay_batch) {
+        sinceDelay = 0;
+        std::this_thread::sleep_for(std::chrono::nanoseconds(config_.op_delay_ns));
       }
     }
   }
@@ -123,6 +132,12 @@ class Worker {
     }
   }
 
+  // onlySetIfMiss: a set of a key already cached is skipped, not counted.
+  bool present(uint64_t index) {
+    keys_.key(index, key_);
+    return bool(cache_.find(key_));
+  }
+
   void loneGet(uint64_t index) {
     keys_.loneKey(index, key_);
     ThreadCounters::bump(c_.gets);
@@ -139,7 +154,7 @@ class Worker {
     ThreadCounters::bump(c_.sets);
     size_t size = keys_.valueSize(index);
     const Clock::time_point t0 = Clock::now();
-    WriteHandle w = cache_.allocate(key_, size);
+    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size);
     if (!w) {
       setLatency.record(nanosSince(t0));
       return;
@@ -299,9 +314,14 @@ class TraceWorker {
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options) {
   config.validate();
+  if (config.key_pools.size() > cache.poolCount())
+    throw std::invalid_argument("the workload spreads keys over " + std::to_string(config.key_pools.size()) +
+                                " pools (workload.key_pools) but the cache has " + std::to_string(cache.poolCount()));
   KeySpace keys(config);
-  std::unique_ptr<KeySampler> sampler = KeySampler::make(config.popularity, config.keys);
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(config);
   WorkloadResult result;
+  if (config.key_size.min < KeySpace::indexWidth(config.keys) && config.keys <= WorkloadResult::kMaxCountedKeys)
+    result.distinct_keys = keys.distinctKeys();
   std::mutex mismatchMu;
 
   auto makeWorkers = [&](std::vector<std::unique_ptr<ThreadCounters>>& counters) {

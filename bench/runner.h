@@ -64,6 +64,11 @@ struct WorkloadResult {
   // Idle phase (workload.idle_ms): its length and the process CPU in it.
   double idle_seconds = 0;
   double idle_cpu_seconds = 0;
+  // Keys shorter than the index's hex width may be shared by several
+  // indices (KeySpace): distinct keys among the workload's indices, counted
+  // when that can happen and keys <= kMaxCountedKeys; 0 when not counted.
+  uint64_t distinct_keys = 0;
+  static constexpr uint64_t kMaxCountedKeys = 1ull << 26;  // bounds the count to ~0.5 GiB of codes
 };
 
 WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const RunOptions& options = {});

@@ -131,6 +131,13 @@ std::vector<SizeBucket> parseBuckets(const json& v, const std::string& path) {
   return out;
 }
 
+std::vector<double> parseShares(const json& v, const std::string& path) {
+  if (!v.is_array() || v.empty()) throw ConfigError(path, "must be a non-empty array of numbers");
+  std::vector<double> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(parseDouble(v[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
 // The option table: one row per key of the "workload" object.
 struct Option {
   const char* name;
@@ -159,6 +166,15 @@ const std::vector<Option>& options() {
       {"lookaside", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lookaside = parseBool(v, p); }},
       {"prepopulate", [](WorkloadConfig& c, const json& v, const std::string& p) { c.prepopulate = parseBool(v, p); }},
       {"seed", [](WorkloadConfig& c, const json& v, const std::string& p) { c.seed = parseUint(v, p); }},
+      {"key_pools", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_pools = parseShares(v, p); }},
+      {"op_pools", [](WorkloadConfig& c, const json& v, const std::string& p) { c.op_pools = parseShares(v, p); }},
+      {"op_delay_batch", [](WorkloadConfig& c, const json& v, const std::string& p) { c.op_delay_batch = parseUint(v, p); }},
+      {"op_delay_ns",
+       [](WorkloadConfig& c, const json& v, const std::string& p) {
+         c.op_delay_ns = parseUint(v, p);
+         if (c.op_delay_ns > 1'000'000'000) throw ConfigError(p, "must be at most 1000000000 (one second)");
+       }},
+      {"only_set_if_miss", [](WorkloadConfig& c, const json& v, const std::string& p) { c.only_set_if_miss = parseBool(v, p); }},
       {"progress_interval_ms",
        [](WorkloadConfig& c, const json& v, const std::string& p) {
          uint64_t n = parseUint(v, p);
@@ -335,13 +351,37 @@ void WorkloadConfig::validate() const {
   if (key_size.min > key_size.max) throw ConfigError("workload.key_size", "min must not exceed max");
   if (key_size.max > Cache::kMaxKeySize)
     throw ConfigError("workload.key_size", "max must be at most " + std::to_string(Cache::kMaxKeySize));
-  size_t width = KeySpace::indexWidth(keys);
-  if (key_size.min < width)
-    throw ConfigError("workload.key_size", "min " + std::to_string(key_size.min) + " is shorter than the " +
-                                               std::to_string(width) + " characters that number " +
-                                               std::to_string(keys) + " keys");
+  // Keys shorter than the hex width of the index are allowed: distinct
+  // indices may then share a key, as in cachebench (KeySpace).
+  if (key_size.min < 1) throw ConfigError("workload.key_size", "min must be at least 1");
   if (value_size.min > value_size.max) throw ConfigError("workload.value_size", "min must not exceed max");
   if (value_size.max > (1ull << 30)) throw ConfigError("workload.value_size", "max must be at most 1GiB");
+  auto checkShares = [&](const std::vector<double>& shares, const char* name) {
+    std::string path = std::string("workload.") + name;
+    double total = 0;
+    for (size_t i = 0; i < shares.size(); ++i) {
+      if (!(shares[i] >= 0 && std::isfinite(shares[i])))
+        throw ConfigError(path + "[" + std::to_string(i) + "]", "must be >= 0");
+      total += shares[i];
+    }
+    if (!shares.empty() && !(total > 0)) throw ConfigError(path, "must not all be 0");
+    if (shares.size() > 65535) throw ConfigError(path, "names more than 65535 pools");
+  };
+  checkShares(key_pools, "key_pools");
+  checkShares(op_pools, "op_pools");
+  if (!op_pools.empty() && op_pools.size() != std::max<size_t>(key_pools.size(), 1))
+    throw ConfigError("workload.op_pools", "has " + std::to_string(op_pools.size()) + " entries for " +
+                                               std::to_string(std::max<size_t>(key_pools.size(), 1)) +
+                                               " key pools (key_pools)");
+  {
+    std::vector<uint64_t> starts = poolKeyStarts();
+    std::vector<double> weights = poolOpWeights();
+    for (size_t p = 0; p + 1 < starts.size(); ++p)
+      if (starts[p + 1] == starts[p] && weights[p] > 0)
+        throw ConfigError("workload.key_pools[" + std::to_string(p) + "]",
+                          "gives pool " + std::to_string(p) + " no keys of the " + std::to_string(keys) +
+                              ", but operations go to it");
+  }
   checkRatio(get_ratio, "get_ratio");
   checkRatio(set_ratio, "set_ratio");
   checkRatio(remove_ratio, "remove_ratio");
@@ -378,6 +418,27 @@ void WorkloadConfig::validate() const {
   }
 }
 
+std::vector<uint64_t> WorkloadConfig::poolKeyStarts() const {
+  if (key_pools.empty()) return {0, keys};
+  double total = 0;
+  for (double s : key_pools) total += s;
+  std::vector<uint64_t> starts{0};
+  double acc = 0;
+  for (size_t p = 0; p < key_pools.size(); ++p) {
+    acc += key_pools[p];
+    // cachebench's rule: pool p ends at keys * (shares so far) / total.
+    uint64_t end = p + 1 == key_pools.size() ? keys : std::min<uint64_t>(keys, uint64_t(double(keys) * acc / total));
+    starts.push_back(std::max(end, starts.back()));
+  }
+  return starts;
+}
+
+std::vector<double> WorkloadConfig::poolOpWeights() const {
+  if (!op_pools.empty()) return op_pools;
+  if (!key_pools.empty()) return key_pools;
+  return {1.0};
+}
+
 std::string WorkloadConfig::toJson() const {
   json pop;
   pop["distribution"] = popularityName(popularity.kind);
@@ -409,6 +470,11 @@ std::string WorkloadConfig::toJson() const {
       {"progress_interval_ms", progress_interval_ms},
       {"idle_ms", idle_ms},
   };
+  if (!key_pools.empty()) j["key_pools"] = key_pools;
+  if (!op_pools.empty()) j["op_pools"] = op_pools;
+  if (op_delay_batch) j["op_delay_batch"] = op_delay_batch;
+  if (op_delay_ns) j["op_delay_ns"] = op_delay_ns;
+  if (only_set_if_miss) j["only_set_if_miss"] = true;
   // Piecewise sizes replace the plain range (the parser refuses both).
   if (!key_size_buckets.empty()) {
     j.erase("key_size");

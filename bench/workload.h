@@ -69,6 +69,20 @@ struct WorkloadConfig {
   // process CPU is measured (what background threads cost when nothing
   // happens); 0: no idle phase.
   uint32_t idle_ms = 0;
+  // Pools (cachebench's keyPoolDistribution / opPoolDistribution). With
+  // key_pools, pool p owns the consecutive key indices
+  // [keys * S(p) / S, keys * S(p+1) / S), S(p) the sum of the shares before
+  // p; its keys are allocated in the cache's pool p. An operation first
+  // picks a pool by op_pools' weights (key_pools' when empty), then a key
+  // inside that pool's range by `popularity`. Empty: everything in pool 0.
+  std::vector<double> key_pools;
+  std::vector<double> op_pools;
+  // After every op_delay_batch operations a thread sleeps op_delay_ns
+  // (cachebench's opDelayBatch / opDelayNs); both must be > 0 to delay.
+  uint64_t op_delay_batch = 0;
+  uint64_t op_delay_ns = 0;
+  // A set of a key that is in the cache is skipped (cachebench's onlySetIfMiss).
+  bool only_set_if_miss = false;
 
   // Parse the "workload" object of a whole config document; throws ConfigError.
   static WorkloadConfig fromJsonString(std::string_view document);
@@ -78,6 +92,10 @@ struct WorkloadConfig {
   void validate() const;
   // Sets key_size / value_size to the envelope of their buckets (if any).
   void updateEnvelopes();
+  // First key index of each pool, then `keys`: {0, keys} without key_pools.
+  std::vector<uint64_t> poolKeyStarts() const;
+  // Weight of each pool for operations (op_pools, else key_pools, else {1}).
+  std::vector<double> poolOpWeights() const;
 };
 
 const char* popularityName(PopularityKind kind);  // "uniform", "zipf", "normal", "piecewise"

@@ -6,12 +6,26 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
+#include <tuple>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include <set>
+#include <thread>
+
+#include "allocator/cache.h"
 #include "bench/cli.h"
+#include "bench/key_space.h"
+#include "bench/hit_ratio_sim.h"
+#include "bench/kvcache_trace.h"
+#include "bench/popularity.h"
+#include "bench/request_stream.h"
+#include "bench/runner.h"
 
 namespace tiercache::bench {
 namespace {
@@ -166,7 +180,10 @@ TEST(CachebenchTest, DefaultsAndOtherForms) {
   EXPECT_EQ(w.threads, 1u);
   EXPECT_FALSE(w.lookaside);   // cachebench's defaults
   EXPECT_FALSE(w.prepopulate);
-  EXPECT_EQ(w.popularity.kind, PopularityKind::kUniform);
+  // Without buckets cachebench draws keys from a normal distribution over
+  // the key range, centred on its middle, standard deviation a quarter of it.
+  EXPECT_EQ(w.popularity.kind, PopularityKind::kNormal);
+  EXPECT_DOUBLE_EQ(w.popularity.stddev_fraction, 0.25);
   EXPECT_EQ(w.value_size.min, 10u);
   EXPECT_EQ(w.value_size.max, 20u);  // a one-piece range is inclusive
 }
@@ -185,17 +202,19 @@ TEST(CachebenchTest, KeysNotImplementedAreListedInOneWarning) {
 
 TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
   expectError(document(R"(, "nvmCacheSizeMB": 1024)"), "cache_config.nvmCacheSizeMB", "no NVM (flash) cache");
-  expectError(document(R"(, "allocator": "LRU2Q")"), "cache_config.allocator", "LRU allocator only");
+  expectError(document(R"(, "allocator": "Bogus")"), "cache_config.allocator", "no tiercache eviction policy");
   expectError(document(R"(, "backgroundEvictorStrategy": "bogus")"), "cache_config.backgroundEvictorStrategy",
               "free-threshold or keep-free");
   expectError(document(R"(, "promoterThreads": 4)"), "cache_config.promoterThreads", "one promoter thread");
   expectError(document(R"(, "numDuplicateElements": 100)"), "cache_config.numDuplicateElements", "exactly one tier");
   expectError(document(R"(, "enableCachePersistence": true)"), "cache_config.enableCachePersistence", "persistent");
-  expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.addChainedRatio", "no addChainedRatio");
+  expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.addChainedRatio", "chained items");
   expectError(document("", R"(, "updateRatio": 0.1)"), "test_config.updateRatio", "no updateRatio");
-  expectError(document("", R"(, "generator": "replay")"), "test_config.generator", "tiercache-bench replay");
-  expectError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution", "pools");
-  expectError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "ttlRatio");
+  expectError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
+  expectError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator", "tiercache-bench replay");
+  expectError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution",
+              "keyPoolDistribution has 1");
+  expectError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "per-item TTL");
   // Zero values of refused features are fine (what cachebench writes by default).
   EXPECT_NO_THROW(importCachebench(document(R"(, "nvmCacheSizeMB": 0)", R"(, "addChainedRatio": 0)")));
 }
@@ -211,12 +230,13 @@ TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
   // Our own validation, reported under the cachebench key it came from.
   expectError(document("", R"(, "numThreads": 0)"), "test_config.numThreads", "must be in [1,1024]");
   std::string keys = document();
-  keys.replace(keys.find(R"("keySizeRange": [8, 24])"), 23, R"("keySizeRange": [2, 24])");
-  expectError(keys, "test_config.keySizeRange", "shorter than the 4 characters");
+  keys.replace(keys.find(R"("keySizeRange": [8, 24])"), 23, R"("keySizeRange": [0, 24])");
+  expectError(keys, "test_config.keySizeRange", "min must be at least 1");
   expectError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range");
   std::string probs = document();
   probs.replace(probs.find(R"([0.25, 0.75])"), 12, R"([1])");
-  expectError(probs, "test_config.valSizeRangeProbability", "one entry per piece");
+  expectError(probs, "test_config.valSizeRangeProbability",
+              "has 1 entries; cachebench needs one per piece of valSizeRange (2) or one per size (3)");
   EXPECT_EQ(cachebenchKeyFor("tiers[1].size"), "cache_config.memoryTiers");
   EXPECT_EQ(cachebenchKeyFor("workload.value_size"), "test_config.valSizeRange");
   EXPECT_EQ(cachebenchKeyFor("eviction.policy"), "eviction.policy");
@@ -270,6 +290,503 @@ TEST(CachebenchTest, TwoTierConfigRunsWithTheOptimalHitRatio) {
             "tiercache-bench: warning: cachebench keys not implemented, ignored: cache_config.lruUpdateOnRead (in " +
                 path + ")\n");
   fs::remove_all(dir);
+}
+
+// A directory of its own for files a test writes, removed at the end.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag)
+      : path_(fs::temp_directory_path() / ("tiercache_cb_" + tag + "_" + std::to_string(getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name, const std::string& text) const {
+    std::string p = (path_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// A small DRAM-only cachebench config; extra keys spliced into each object.
+constexpr const char* kKeySizes = R"("keySizeRange": [8, 16], "keySizeRangeProbability": [1])";
+constexpr const char* kValSizes = R"("valSizeRange": [100, 200], "valSizeRangeProbability": [1])";
+std::string smallConfig(const std::string& cacheExtra, const std::string& testExtra,
+                        const std::string& keySizes = kKeySizes, const std::string& valSizes = kValSizes) {
+  return R"({"cache_config": {"cacheSizeMB": 16, "maxAllocSize": 65536)" + cacheExtra +
+         R"(}, "test_config": {"numOps": 2000, "numThreads": 1, "numKeys": 3000, )" + keySizes + ", " + valSizes +
+         R"(, "getRatio": 0.7, "setRatio": 0.3)" + testExtra + "}}";
+}
+
+// keySizeRange shorter than the hex width of the key index: cachebench
+// draws keys of the sampled length and keeps one copy of a repeated key.
+TEST(CachebenchKeysTest, ShortKeysMayBeSharedAndKeepOneValueSize) {
+  WorkloadConfig w = importCachebench(smallConfig("", "")).workload;
+  w.keys = 5000;  // width 4
+  w.key_size_buckets = {SizeBucket{SizeRange{1, 3}, 1}, SizeBucket{SizeRange{6, 8}, 1}};
+  w.updateEnvelopes();
+  w.value_size_buckets = {SizeBucket{SizeRange{10, 5000}, 1}};
+  w.updateEnvelopes();
+  ASSERT_NO_THROW(w.validate());
+  KeySpace ks(w);
+  std::map<std::string, size_t> sizeOf;
+  std::set<std::string> distinct;
+  int shortKeys = 0;
+  for (uint64_t i = 0; i < w.keys; ++i) {
+    std::string k = ks.key(i);
+    ASSERT_EQ(k.size(), ks.keyLength(i));
+    if (k.size() < 4) {
+      ++shortKeys;
+      EXPECT_TRUE(ks.isShortKey(i));
+      for (char c : k) ASSERT_TRUE(c >= 'a' && c <= 'z') << k;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "%04llx", static_cast<unsigned long long>(i));
+      EXPECT_EQ(k.substr(0, 4), hex);  // a long key is its index: unique
+    }
+    auto [it, fresh] = sizeOf.emplace(k, ks.valueSize(i));
+    // Indices that share a key share its value size, so a value any of them
+    // wrote verifies exactly for all of them.
+    EXPECT_EQ(it->second, ks.valueSize(i)) << "key " << k << " index " << i;
+    distinct.insert(k);
+    std::string lone = ks.loneKey(i);
+    EXPECT_EQ(lone.size(), k.size());
+    EXPECT_NE(lone, k);
+  }
+  EXPECT_GT(shortKeys, 2000);
+  EXPECT_LT(distinct.size(), w.keys);  // lengths 1-3 hold at most 26+676+17576 keys: some are shared
+  EXPECT_EQ(ks.distinctKeys(), distinct.size());
+  // No real key is ever a lone key.
+  for (uint64_t i = 0; i < w.keys; ++i) EXPECT_EQ(distinct.count(ks.loneKey(i)), 0u);
+}
+
+TEST(CachebenchKeysTest, ShortKeyWorkloadRunsWithExactVerificationAndCountsSharing) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "delRatio": 0.1, "numThreads": 2,
+      "enableLookaside": true)"));
+  WorkloadConfig w = cb.workload;
+  w.key_size_buckets = {SizeBucket{SizeRange{1, 2}, 1}, SizeBucket{SizeRange{3, 3}, 1}};
+  w.updateEnvelopes();
+  w.progress_interval_ms = 0;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u) << r.first_mismatch;
+  EXPECT_GT(r.ops.get_hits, 0u);  // shared keys are hit by the indices that share them
+  KeySpace ks(w);
+  EXPECT_EQ(r.distinct_keys, ks.distinctKeys());
+  EXPECT_LT(r.distinct_keys, w.keys);
+  EXPECT_GT(r.distinct_keys, 26u);
+  // Long keys only: nothing to count.
+  WorkloadConfig longKeys = cb.workload;
+  longKeys.progress_interval_ms = 0;
+  longKeys.ops_per_thread = 10;
+  Cache cache2(cb.cache);
+  EXPECT_EQ(runWorkload(cache2, longKeys).distinct_keys, 0u);
+}
+
+// The hit-ratio limits see one object per key, not per index.
+TEST(CachebenchKeysTest, SimulationsTreatASharedKeyAsOneObject) {
+  WorkloadConfig w = importCachebench(smallConfig("", R"(, "prepopulateCache": true)",
+                                                  R"("keySizeRange": [1, 4], "keySizeRangeProbability": [1])"))
+                         .workload;
+  w.ops_per_thread = 50;
+  KeySpace ks(w);
+  std::vector<SimRequest> reqs = workloadRequests(w, 44);
+  ASSERT_EQ(reqs.size(), w.keys + 50);
+  std::map<std::string, uint32_t> idOfKey;
+  std::set<uint32_t> ids;
+  for (uint64_t i = 0; i < w.keys; ++i) {
+    uint64_t index = RequestStream::prepopulateIndex(w.keys, 1, 0, i);
+    auto [it, fresh] = idOfKey.emplace(ks.key(index), reqs[i].key);
+    EXPECT_EQ(it->second, reqs[i].key) << "index " << index << " key " << ks.key(index);
+    if (fresh) EXPECT_TRUE(ids.insert(reqs[i].key).second) << "two keys share id " << reqs[i].key;
+    EXPECT_LT(reqs[i].key, w.keys);
+  }
+  EXPECT_EQ(idOfKey.size(), ks.distinctKeys());
+}
+
+TEST(CachebenchKeysTest, ReportSaysHowManyKeysAreShared) {
+  TempDir dir("short");
+  std::string path =
+      dir.file("short.json", smallConfig("", "", R"("keySizeRange": [1, 3], "keySizeRangeProbability": [1])"));
+  std::ostringstream out, err;
+  ASSERT_EQ(runBenchCli({"--config", path, "--max-ops", "300", "--no-limits"}, out, err, false), kExitOk) << err.str();
+  KeySpace ks(importCachebenchFile(path).workload);
+  uint64_t distinct = ks.distinctKeys();
+  ASSERT_LT(distinct, 703u);  // lengths 1 and 2: at most 26 + 676 keys
+  EXPECT_NE(out.str().find("Keys          : " + std::to_string(distinct) + " distinct of 3,000 ("), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(" share a short key"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("300 ops in"), std::string::npos) << out.str();  // --max-ops
+  EXPECT_NE(out.str().find("Value check failures: 0"), std::string::npos) << out.str();
+}
+
+TEST(CachebenchPoolsTest, KeysAndOperationsSpreadOverPools) {
+  CachebenchConfig cb = importCachebench(smallConfig(R"(, "numPools": 2, "poolSizes": [0.5, 0.5])",
+                                                     R"(, "keyPoolDistribution": [0.4, 0.6],
+                                                        "opPoolDistribution": [0.5, 0.5])"));
+  const WorkloadConfig& w = cb.workload;
+  EXPECT_EQ(w.key_pools, (std::vector<double>{0.4, 0.6}));
+  EXPECT_EQ(w.op_pools, (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(w.poolKeyStarts(), (std::vector<uint64_t>{0, 1200, 3000}));  // numKeys * 0.4 = 1200
+  KeySpace ks(w);
+  EXPECT_EQ(ks.poolOf(0), 0u);
+  EXPECT_EQ(ks.poolOf(1199), 0u);
+  EXPECT_EQ(ks.poolOf(1200), 1u);
+  EXPECT_EQ(ks.poolOf(2999), 1u);
+  // Half the operations in each pool, each inside its pool's key range.
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(w);
+  Rng rng(7);
+  int inPool0 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    uint64_t k = sampler->sample(rng);
+    ASSERT_LT(k, 3000u);
+    inPool0 += k < 1200;
+  }
+  EXPECT_NEAR(inPool0, 10000, 400);
+  double total = 0;
+  for (uint64_t k = 0; k < 3000; ++k) total += sampler->probability(k);
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  // Items land in both pools of the cache.
+  WorkloadConfig run = w;
+  run.progress_interval_ms = 0;
+  run.prepopulate = true;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, run);
+  EXPECT_EQ(r.ops.value_mismatches, 0u) << r.first_mismatch;
+  ASSERT_EQ(r.after.pools.size(), 2u);
+  EXPECT_GT(r.after.pools[0].slabs, 0u);
+  EXPECT_GT(r.after.pools[1].slabs, 0u);
+}
+
+TEST(CachebenchPoolsTest, OperationsDefaultToPoolZeroAsInCachebench) {
+  CachebenchConfig cb = importCachebench(smallConfig(R"(, "numPools": 3)", R"(, "keyPoolDistribution": [1, 1, 2])"));
+  EXPECT_EQ(cb.workload.op_pools, (std::vector<double>{1, 0, 0}));
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(cb.workload);
+  Rng rng(3);
+  for (int i = 0; i < 2000; ++i) ASSERT_LT(sampler->sample(rng), 750u);  // pool 0 = keys [0, 750)
+  expectError(smallConfig("", R"(, "keyPoolDistribution": [1, 1])"), "test_config.keyPoolDistribution",
+              "over 2 pools but cache_config.numPools is 1");
+  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [1, 1, 1])"),
+              "test_config.opPoolDistribution", "has 3 pools but keyPoolDistribution has 2");
+  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [0])"),
+              "test_config.opPoolDistribution", "must not all be 0 [as workload.op_pools]");
+  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 0], "opPoolDistribution": [0, 1])"),
+              "test_config.keyPoolDistribution", "gives pool 1 no keys");
+  expectError(smallConfig("", R"(, "poolDistributions": [{}, {}])"), "test_config.poolDistributions",
+              "per-pool workload distributions");
+}
+
+TEST(CachebenchSizesTest, ValueSizesFollowCachebenchsCountRule) {
+  // As many probabilities as sizes: each size exactly (discrete).
+  WorkloadConfig w = importCachebench(smallConfig("", "", kKeySizes,
+      R"("valSizeRange": [100, 250, 4000], "valSizeRangeProbability": [0.2, 0.3, 0.5])")).workload;
+  ASSERT_EQ(w.value_size_buckets.size(), 3u);
+  KeySpace ks(w);
+  std::map<size_t, int> seen;
+  for (uint64_t i = 0; i < 3000; ++i) seen[ks.valueSize(i)]++;
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_NEAR(seen[100], 600, 90);
+  EXPECT_NEAR(seen[250], 900, 100);
+  EXPECT_NEAR(seen[4000], 1500, 110);
+  // One fewer: piecewise, half-open pieces.
+  WorkloadConfig p = importCachebench(smallConfig("", "", kKeySizes,
+      R"("valSizeRange": [100, 250, 4000], "valSizeRangeProbability": [0.2, 0.8])")).workload;
+  ASSERT_EQ(p.value_size_buckets.size(), 2u);
+  EXPECT_EQ(p.value_size_buckets[0].range.max, 249u);
+  EXPECT_EQ(p.value_size_buckets[1].range.max, 3999u);
+  // [a, b] with [1]: cachebench's one piece [a, b), so b itself is never drawn.
+  WorkloadConfig one = importCachebench(smallConfig("", "")).workload;
+  EXPECT_EQ(one.key_size.max, 15u);
+  EXPECT_EQ(one.value_size.max, 199u);
+  // keySizeRange has no discrete form in cachebench.
+  expectError(smallConfig("", "", R"("keySizeRange": [8, 16], "keySizeRangeProbability": [0.5, 0.5])"),
+              "test_config.keySizeRangeProbability", "one per piece of keySizeRange (1)");
+}
+
+TEST(CachebenchSizesTest, LargeValuesGetCachelibsDefaultLargestClass) {
+  CachebenchConfig cb = importCachebench(R"({"cache_config": {"cacheSizeMB": 64},
+      "test_config": {"numOps": 10, "numKeys": 100, "getRatio": 1, "keySizeRange": [8, 16],
+      "keySizeRangeProbability": [1], "valSizeRange": [1000, 3000000], "valSizeRangeProbability": [1]}})");
+  EXPECT_EQ(cb.cache.slab_size, 4u << 20);
+  EXPECT_EQ(cb.cache.allocation.max_size, 4u << 20);
+  Cache cache(cb.cache);
+  EXPECT_GE(cache.maxValueSize(16), 2999999u);
+  // Small values keep the small-cache default.
+  EXPECT_EQ(importCachebench(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"numKeys": 100,
+      "getRatio": 1, "valSizeRange": [10, 20]}})").cache.allocation.max_size, 1u << 20);
+}
+
+TEST(CachebenchSizesTest, DistributionSideFilesAreReadFromTheConfigDirectory) {
+  TempDir dir("side");
+  dir.file("pop.json", R"({"popularityBuckets": [1, 3], "popularityWeights": [9, 1], "oneHits": 0})");
+  dir.file("sizes.json", R"({"valSizeRange": [64, 128, 512], "valSizeRangeProbability": [0.75, 0.25]})");
+  std::string path = dir.file("cb.json", smallConfig("", R"(, "popDistFile": "pop.json", "valSizeDistFile": "sizes.json")"));
+  WorkloadConfig w = importCachebenchFile(path).workload;
+  EXPECT_EQ(w.popularity.kind, PopularityKind::kPiecewise);
+  EXPECT_EQ(w.popularity.bucket_sizes, (std::vector<double>{1, 3}));
+  EXPECT_EQ(w.popularity.bucket_weights, (std::vector<double>{9, 1}));
+  ASSERT_EQ(w.value_size_buckets.size(), 2u);
+  EXPECT_EQ(w.value_size_buckets[1].range.max, 511u);
+  // configPath moves the directory; a missing side file is named.
+  std::string moved = dir.file("moved.json", smallConfig("", R"(, "configPath": "/nonexistent-dir", "popDistFile": "pop.json")"));
+  try {
+    importCachebenchFile(moved);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "test_config.popDistFile");
+    EXPECT_NE(std::string(e.what()).find("cannot read /nonexistent-dir/pop.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CachebenchAllocatorTest, AllocatorsMapThroughOneTable) {
+  EXPECT_EQ(policyForAllocator("LRU"), "lru");
+  EXPECT_EQ(policyForAllocator("LRU5B"), "lru");
+  EXPECT_EQ(policyForAllocator("LRU2Q"), "s3fifo");
+  EXPECT_EQ(policyForAllocator("LRU5B2Q"), "s3fifo");
+  EXPECT_EQ(policyForAllocator("TinyLFU"), "wtinylfu");
+  EXPECT_EQ(policyForAllocator("TinyLFU5B"), "wtinylfu");
+  EXPECT_EQ(policyForAllocator("MRU"), "");
+  EXPECT_EQ(importCachebench(smallConfig(R"(, "allocator": "LRU5B")", "")).cache.eviction.policy,
+            EvictionPolicyKind::kLru);
+  // The mapped name goes through the option table: a build without the
+  // policy refuses it by the cachebench key, naming the policy.
+  for (const char* a : {"LRU2Q", "TinyLFU"}) {
+    try {
+      CachebenchConfig cb = importCachebench(smallConfig(std::string(R"(, "allocator": ")") + a + "\"", ""));
+      EXPECT_EQ(cb.allocator, a);  // a build with the policy: accepted
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.path(), "cache_config.allocator") << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("maps to policy \"") + policyForAllocator(a) + "\""),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // cache_component's RAM component is a DRAM cache; the flash one is refused.
+  EXPECT_EQ(importCachebench(smallConfig(R"(, "allocator": "RAM")", R"(, "name": "cache_component")")).allocator, "LRU");
+  expectError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator", "no NVM (flash) cache");
+}
+
+TEST(CachebenchStressorsTest, SpecialStressorsAreRefusedByName) {
+  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "cachelib_map", "numOps": 10}})",
+              "test_config.name", "\"cachelib_map\" selects a special cachebench stressor");
+  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "high_refcount", "numOps": 10}})",
+              "test_config.name", "refcount");
+  // Any other name is a label.
+  EXPECT_NO_THROW(importCachebench(smallConfig("", R"(, "name": "my test")")));
+  // Without a name and without ratios there is nothing to run.
+  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"numOps": 10}})", "test_config",
+              "all 0");
+}
+
+TEST(CachebenchWorkloadTest, OpDelayOnlySetIfMissAndSamplingMap) {
+  WorkloadConfig w = importCachebench(smallConfig("", R"(, "opDelayBatch": 10, "opDelayNs": 2000000,
+      "onlySetIfMiss": true, "touchValue": true, "samplingIntervalMs": 250)")).workload;
+  EXPECT_EQ(w.op_delay_batch, 10u);
+  EXPECT_EQ(w.op_delay_ns, 2000000u);
+  EXPECT_TRUE(w.only_set_if_miss);
+  EXPECT_EQ(w.progress_interval_ms, 250u);
+  expectError(smallConfig("", R"(, "opRatePerSec": 100)"), "test_config.opRatePerSec", "operation rate");
+  expectError(smallConfig("", R"(, "ttlSecsRange": [10, 20], "ttlSecsRangeProbability": [1])"),
+              "test_config.ttlSecsRange", "per-item TTL");
+  // The JSON form round-trips.
+  WorkloadConfig back = WorkloadConfig::fromJsonString("{\"workload\": " + w.toJson() + "}");
+  EXPECT_EQ(back.op_delay_batch, 10u);
+  EXPECT_EQ(back.op_delay_ns, 2000000u);
+  EXPECT_TRUE(back.only_set_if_miss);
+}
+
+TEST(CachebenchWorkloadTest, OpDelayPausesEveryBatch) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "opDelayBatch": 10, "opDelayNs": 3000000)"));
+  WorkloadConfig w = cb.workload;
+  w.ops_per_thread = 100;  // 10 pauses of 3 ms
+  w.progress_interval_ms = 0;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.ops(), 100u);
+  EXPECT_GE(r.elapsed_seconds, 0.030);  // a sleep lasts at least what it asks
+}
+
+TEST(CachebenchWorkloadTest, OnlySetIfMissSkipsSetsOfCachedKeys) {
+  CachebenchConfig cb = importCachebench(smallConfig("", ""));
+  WorkloadConfig w = cb.workload;
+  w.keys = 20;
+  w.get_ratio = 0;
+  w.set_ratio = 1;
+  w.ops_per_thread = 500;
+  w.progress_interval_ms = 0;
+  w.popularity.kind = PopularityKind::kUniform;
+  {
+    Cache cache(cb.cache);
+    EXPECT_EQ(runWorkload(cache, w).ops.sets, 500u);
+  }
+  w.only_set_if_miss = true;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_LE(r.ops.sets, 20u);  // each key is set once, then present
+  EXPECT_GT(r.ops.sets, 0u);
+  EXPECT_EQ(cache.stats().items, r.ops.sets);
+}
+
+// A kvcache trace as cachebench's KVReplayGenerator reads it.
+constexpr const char* kKvTrace =
+    "op_time,key,key_size,op,op_count,size,cache_hits,ttl\n"
+    "1,k1,8,SET,1,100,0,0\n"
+    "2,k1,8,GET,2,100,1,0\n"
+    "3,k2,1,GET_LEASE,1,50,0,0\n"
+    "4,k2,1,SET_LEASE,0,50,0,0\n"
+    "5,k1,8,DELETE,1,0,0,0\n"
+    "6,k3,4,UPDATE,1,10,0,0\n";
+
+TEST(KvcacheTraceTest, ReadsRowsAsCachebenchDoes) {
+  Trace t;
+  KvcacheReadStats stats;
+  appendKvcacheCsv(kKvTrace, "t.csv", t, 0, stats);
+  EXPECT_EQ(stats.rows, 6u);
+  EXPECT_EQ(stats.skipped_ops, 1u);  // UPDATE
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].key, "k1000000");  // padded with '0' to key_size
+  EXPECT_EQ(t[0].op, RequestOp::kSet);
+  EXPECT_EQ(t[0].size, 100u);
+  EXPECT_EQ(t[1].op, RequestOp::kGet);  // op_count 2: issued twice
+  EXPECT_EQ(t[2].op, RequestOp::kGet);
+  EXPECT_EQ(t[3].key, "k2");            // key_size shorter than the key: kept
+  EXPECT_EQ(t[3].op, RequestOp::kGet);  // GET_LEASE
+  EXPECT_EQ(t[4].op, RequestOp::kSet);  // SET_LEASE, op_count 0 counts once
+  EXPECT_EQ(t[5].op, RequestOp::kDel);
+  // Columns in another order, and a cap on the records.
+  Trace capped;
+  appendKvcacheCsv("size,op,key\n10,GET,a\n20,SET,b\n30,SET,c\n", "u.csv", capped, 2, stats);
+  ASSERT_EQ(capped.size(), 2u);
+  EXPECT_EQ(capped[1].key, "b");
+  EXPECT_EQ(capped[1].size, 20u);
+  // Errors name the file and line.
+  try {
+    appendKvcacheCsv("key,size\nx,1\n", "bad.csv", capped, 0, stats);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv:1: the header must name the columns key, op and size"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    appendKvcacheCsv("key,op,size\nx,GET,many\n", "bad.csv", capped, 0, stats);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv:2: size \"many\""), std::string::npos) << e.what();
+  }
+}
+
+// A CacheLib binary request dump, built field by field.
+std::string binaryDump(const std::vector<std::tuple<std::string, uint8_t, uint16_t, uint32_t>>& reqs) {
+  std::string out(8 + 24 * reqs.size(), '\0');
+  uint64_t n = reqs.size();
+  std::memcpy(out.data(), &n, 8);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto& [key, op, repeats, size] = reqs[i];
+    size_t at = 8 + 24 * i;
+    uint64_t offset = out.size() - at;  // the key is appended next
+    out[at] = char(key.size());
+    out[at + 1] = char(op);
+    std::memcpy(out.data() + at + 2, &repeats, 2);
+    std::memcpy(out.data() + at + 8, &offset, 8);
+    std::memcpy(out.data() + at + 16, &size, 4);
+    out += key;
+  }
+  return out;
+}
+
+TEST(KvcacheTraceTest, ReadsCachelibBinaryDumps) {
+  std::string bin = binaryDump({{"alpha", 0, 1, 300}, {"alpha", 1, 3, 300}, {"beta", 2, 1, 0}, {"gamma", 6, 1, 10},
+                                {"delta", 4, 0, 0}});
+  Trace t;
+  KvcacheReadStats stats;
+  appendCachelibBinary(bin, "d.bin", t, 0, stats);
+  EXPECT_EQ(stats.skipped_ops, 1u);  // op 6, an update
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].key, "alpha");
+  EXPECT_EQ(t[0].op, RequestOp::kSet);
+  EXPECT_EQ(t[0].size, 300u);
+  EXPECT_EQ(t[3].op, RequestOp::kGet);  // repeats 3
+  EXPECT_EQ(t[4].op, RequestOp::kDel);
+  EXPECT_EQ(t[5].key, "delta");
+  EXPECT_EQ(t[5].op, RequestOp::kLoneGet);
+  std::string broken = bin.substr(0, bin.size() - 3);  // the last key cut short
+  Trace t2;
+  EXPECT_THROW(appendCachelibBinary(broken, "d.bin", t2, 0, stats), TraceError);
+  std::string lying = bin;
+  uint64_t many = 1000;
+  std::memcpy(lying.data(), &many, 8);
+  try {
+    appendCachelibBinary(lying, "d.bin", t2, 0, stats);
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.bin: says 1000 requests"), std::string::npos) << e.what();
+  }
+  // A binary-replay config runs it; a missing dump is named.
+  TempDir dir("binary");
+  std::ofstream(dir.path() + "/kv.bin", std::ios::binary) << bin;
+  std::string path = dir.file("cb.json", R"({"cache_config": {"cacheSizeMB": 16, "maxAllocSize": 65536},
+      "test_config": {"generator": "binary-replay", "numOps": 100, "traceFileName": "kv.bin"}})");
+  std::ostringstream out, err;
+  ASSERT_EQ(runBenchCli({"--config", path, "--no-limits"}, out, err, false), kExitOk) << err.str();
+  EXPECT_NE(out.str().find("kv.bin, 6 records"), std::string::npos) << out.str();
+  std::string missing = dir.file("m.json", R"({"cache_config": {"cacheSizeMB": 16},
+      "test_config": {"generator": "binary-replay", "traceFileName": "kv_trace.bin"}})");
+  try {
+    importCachebenchFile(missing);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "test_config.traceFileName");
+    EXPECT_NE(std::string(e.what()).find("kv_trace.bin does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KvcacheTraceTest, ReplayConfigRunsItsTracesAndNamesAMissingOne) {
+  TempDir dir("replay");
+  dir.file("a.csv", kKvTrace);
+  dir.file("b.csv", "key,op,size\nk9,SET,300\nk9,GET,300\n");
+  std::string cfg = R"({"cache_config": {"cacheSizeMB": 16, "maxAllocSize": 65536},
+      "test_config": {"generator": "replay", "numOps": 100, "numThreads": 1, "enableLookaside": true,
+      "repeatTraceReplay": false, "replayGeneratorConfig": {"ampFactor": 1},
+      "traceFileNames": ["a.csv", "b.csv"]}})";
+  std::string path = dir.file("cb.json", cfg);
+  CachebenchConfig cb = importCachebenchFile(path);
+  ASSERT_TRUE(cb.replay.has_value());
+  EXPECT_EQ(cb.replay->files, (std::vector<std::string>{dir.path() + "/a.csv", dir.path() + "/b.csv"}));
+  std::ostringstream out, err;
+  ASSERT_EQ(runBenchCli({"--config", path, "--no-limits"}, out, err, false), kExitOk) << err.str();
+  EXPECT_NE(out.str().find("Trace         : " + dir.path() + "/a.csv, " + dir.path() + "/b.csv, 8 records"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("Value check failures: 0"), std::string::npos) << out.str();
+  EXPECT_NE(err.str().find("1 trace rows with an operation other than GET, SET or DELETE were skipped"),
+            std::string::npos)
+      << err.str();
+  // numOps * numThreads caps the records; repeatTraceReplay starts over.
+  std::string repeat = dir.file("repeat.json", std::string(cfg).replace(cfg.find("\"repeatTraceReplay\": false"), 26,
+                                                                        "\"repeatTraceReplay\": true"));
+  std::ostringstream out2, err2;
+  ASSERT_EQ(runBenchCli({"--config", repeat, "--max-ops", "20", "--no-limits"}, out2, err2, false), kExitOk)
+      << err2.str();
+  EXPECT_NE(out2.str().find(", 20 records"), std::string::npos) << out2.str();
+  // A trace that is not there: refused by name before anything runs.
+  std::string missing = dir.file("missing.json", R"({"cache_config": {"cacheSizeMB": 16},
+      "test_config": {"generator": "replay", "numOps": 10, "traceFileName": "nope.csv"}})");
+  try {
+    importCachebenchFile(missing);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "test_config.traceFileName");
+    EXPECT_NE(std::string(e.what()).find("trace file " + dir.path() + "/nope.csv does not exist"), std::string::npos)
+        << e.what();
+  }
+  expectError(R"({"cache_config": {"cacheSizeMB": 16}, "test_config": {"generator": "replay",
+      "traceFileName": "/tmp/x.csv", "replayGeneratorConfig": {"ampFactor": 4}}})",
+              "test_config.replayGeneratorConfig.ampFactor", "amplification");
 }
 
 }  // namespace

@@ -96,7 +96,10 @@ TEST(WorkloadConfigTest, ErrorsNameTheKey) {
   expectError(R"({"value_size": [4096, 64]})", "workload.value_size", "min must not exceed max");
   expectError(R"({"value_size": true})", "workload.value_size", "must be a size");
   expectError(R"({"key_size": [4, 300]})", "workload.key_size", "at most 255");
-  expectError(R"({"keys": 100000, "key_size": [4, 16]})", "workload.key_size", "5 characters");
+  expectError(R"({"keys": 100000, "key_size": [0, 16]})", "workload.key_size", "min must be at least 1");
+  expectError(R"({"key_pools": [1, 0], "op_pools": [1, 1]})", "workload.key_pools[1]", "no keys");
+  expectError(R"({"key_pools": [1, 1], "op_pools": [1]})", "workload.op_pools", "1 entries for 2 key pools");
+  expectError(R"({"key_pools": [0, 0]})", "workload.key_pools", "must not all be 0");
   expectError(R"({"popularity": "pareto"})", "workload.popularity", "unknown distribution");
   expectError(R"({"popularity": {"alpha": 0.9}})", "workload.popularity.distribution", "missing");
   expectError(R"({"popularity": {"distribution": "zipf", "alpha": 0}})", "workload.popularity.alpha", "(0,10]");
