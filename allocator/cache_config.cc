@@ -566,7 +566,8 @@ const std::vector<Option>& options() {
        .description = "Evictor threads; the classes of all tiers are shared out among them.",
        .field = TC_FIELD(c.background_eviction.threads), .min = 1, .max = 64},
       {.section = Section::kBackgroundEviction, .name = "interval_ms", .type = Type::kCount,
-       .description = "Milliseconds between runs of an evictor; an allocation that finds no free slot also wakes it.",
+       .description = "Milliseconds between an evictor's looks at its classes while the cache is in use (backing off to "
+                      "1 s when idle); an allocation that leaves its class below the low watermark wakes it at once.",
        .field = TC_FIELD(c.background_eviction.interval_ms), .min = 1, .max = 60000},
       {.section = Section::kBackgroundEviction, .name = "strategy", .type = Type::kEnum,
        .description = "How much a run evicts from a class. free-threshold: below low_watermark percent free, "
