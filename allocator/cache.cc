@@ -60,9 +60,12 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   table_ = std::make_unique<SlabTable>(slabSize, config_.slotBits(), static_cast<uint32_t>(totalSlabs));
 
   EvictionPolicyOptions policy;
-  policy.kind = config_.eviction.policy == EvictionPolicyKind::kClock ? "clock" : "lru";
+  policy.kind = evictionPolicyName(config_.eviction.policy);
   policy.lruInsertionPoint = config_.eviction.lru_insertion_point;
   policy.lruRefreshMs = config_.eviction.lru_refresh_ms;
+  policy.lruRefreshRatio = config_.eviction.lru_refresh_ratio;
+  policy.s3fifoSmallPercent = config_.eviction.s3fifo_small_percent;
+  policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
     allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, config_.pools, sizes, policy));

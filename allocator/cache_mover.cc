@@ -27,15 +27,20 @@ constexpr uint32_t kRebalanceCheckMs = 10;
 class MoveClaimVisitor final : public EvictionVisitor {
  public:
   explicit MoveClaimVisitor(const SlabTable& table) : table_(table) {}
-  Verdict visit(uint32_t ref) override {
-    if (!table_.item(CompressedRef(ref))->tryMarkMoving(false)) return Verdict::kSkip;
-    victims[count++] = CompressedRef(ref);
-    return Verdict::kTake;
-  }
+  Verdict visit(uint32_t ref) override { return claim(ref, false); }
+  Verdict visitRejected(uint32_t ref) override { return claim(ref, true); }
   CompressedRef victims[kEvictionChunk];
+  bool rejected[kEvictionChunk] = {};
   size_t count = 0;
 
  private:
+  Verdict claim(uint32_t ref, bool isRejected) {
+    if (!table_.item(CompressedRef(ref))->tryMarkMoving(false)) return Verdict::kSkip;
+    rejected[count] = isRejected;
+    victims[count++] = CompressedRef(ref);
+    return Verdict::kTake;
+  }
+
   const SlabTable& table_;
 };
 
@@ -76,7 +81,8 @@ size_t Cache::evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, boo
       const CompressedRef ref = visitor.victims[i];
       Item* item = table_->item(ref);
       bool moved = false;
-      if (demote) {
+      // eviction.demote_rejected: what the policy turned away may skip the tier below.
+      if (demote && (config_.eviction.demote_rejected || !visitor.rejected[i])) {
         const CompressedRef dst = obtainSlot(tier + 1, ac.pool(), ac.id(), background);
         moved = dst && copyAndSwap(item, ref, dst);
       }

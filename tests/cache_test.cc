@@ -277,7 +277,8 @@ TEST_P(CacheTest, ConsistencyCheckerReportsCorruption) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, CacheTest, ::testing::Values("lru", "lru-midpoint", "clock"));
+INSTANTIATE_TEST_SUITE_P(Policies, CacheTest,
+                         ::testing::Values("lru", "lru-midpoint", "clock", "s3fifo", "wtinylfu"));
 
 // Keys are compared in full: with every key in one bucket, no lookup may
 // return another key's value.
