@@ -292,6 +292,7 @@ CacheStats Cache::stats() const {
         cs.evictions = ac.counters().evictions.load(std::memory_order_relaxed);
         cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
         cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
+        cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
         cs.background_evictions = ac.counters().bgEvictions.load(std::memory_order_relaxed);
         cs.demotions = ac.counters().demotions.load(std::memory_order_relaxed);
         cs.promotions = ac.counters().promotions.load(std::memory_order_relaxed);

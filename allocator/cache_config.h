@@ -68,7 +68,9 @@ struct IndexConfig {
 };
 
 struct EvictionConfig {
-  EvictionPolicyKind policy = EvictionPolicyKind::kLru;
+  // W-TinyLFU: the lowest miss ratio measured (docs/configuration.md, "Choosing
+  // the eviction policy").
+  EvictionPolicyKind policy = EvictionPolicyKind::kWTinyLfu;
   // LRU: new items enter at the point with 1/2^k of the list below it
   // (0 = at the head, classic LRU; 1 = mid-point).
   uint32_t lru_insertion_point = 0;

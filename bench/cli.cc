@@ -19,6 +19,7 @@
 #include "bench/runner.h"
 #include "bench/sweep.h"
 #include "bench/trace.h"
+#include "bench/trace_formats.h"
 #include "bench/workload.h"
 
 namespace tiercache::bench {
@@ -114,7 +115,7 @@ class Progress {
 
 struct Args {
   std::vector<std::string> positional;
-  std::string config, trace, output, sweepValues, objects, policies;
+  std::string config, trace, output, sweepValues, objects, policies, traceFormat = "auto";
   std::optional<SweepKind> sweepKind;
   bool json = false, noLimits = false;
   std::optional<bool> progress, lookaside;
@@ -154,6 +155,7 @@ Args parseArgs(const std::string& command, const std::vector<std::string>& args,
     else if (command == "record" && (s == "-o" || s == "--output")) a.output = value(i, s);
     else if (command == "sweep" && s == "--out") a.output = value(i, s);
     else if ((command == "replay" || command == "simulate") && s == "--trace") a.trace = value(i, s);
+    else if ((command == "replay" || command == "simulate") && s == "--trace-format") a.traceFormat = value(i, s);
     else if (command == "simulate" && s == "--objects") a.objects = value(i, s);
     else if (command == "simulate" && s == "--policies") a.policies = value(i, s);
     else if (command == "replay" && s == "--lookaside") a.lookaside = true;
@@ -287,7 +289,7 @@ int commandReplay(const Args& a, std::ostream& out, std::ostream& err, bool term
   LoadedConfig l = loadConfig(a.config, err);
   Trace trace;
   try {
-    trace = Trace::read(a.trace);
+    trace = readTrace(a.trace, a.traceFormat);
   } catch (const TraceError& e) {
     err << "tiercache-bench: " << e.what() << "\n";
     return kExitUsage;
@@ -348,7 +350,7 @@ int commandSimulate(const Args& a, std::ostream& out, std::ostream& err) {
   std::vector<SimRequest> requests;
   bool lookaside = l.workload.lookaside;
   if (!a.trace.empty()) {
-    requests = traceRequests(Trace::read(a.trace), 1);
+    requests = traceRequests(readTrace(a.trace, a.traceFormat), 1);
   } else {
     requests = workloadRequests(l.workload, 1);
   }
@@ -478,7 +480,8 @@ int commandSweep(const Args& a, std::ostream& out, std::ostream& err, bool termi
 std::string benchUsage() {
   return "usage: tiercache-bench --config FILE [--json] [--progress | --no-progress] [--no-limits]\n"
          "       tiercache-bench record --config FILE -o TRACE\n"
-         "       tiercache-bench replay --config FILE --trace TRACE [--threads N] [--lookaside | --no-lookaside]\n"
+         "       tiercache-bench replay --config FILE --trace TRACE [--trace-format F] [--threads N]\n"
+         "                              [--lookaside | --no-lookaside]\n"
          "                              [--json] [--no-limits] [--progress | --no-progress]\n"
          "       tiercache-bench compare A.json B.json [-n RUNS]\n"
          "       tiercache-bench simulate --config FILE --objects N[,N...] [--trace TRACE] [--policies P,...]\n"
@@ -492,7 +495,8 @@ std::string benchUsage() {
          "                  run also prints the optimal (Belady) and LRU hit ratios beside the\n"
          "                  measured one (--no-limits skips that)\n"
          "  record          write the workload's requests as a trace (.csv: CSV, else binary)\n"
-         "  replay          replay a trace on the config's cache over N threads (default 1)\n"
+         "  replay          replay a trace on the config's cache over N threads (default 1); F is\n"
+         "                  auto (default), tiercache, oracle-general, twitter or meta-kv\n"
          "  simulate        miss ratios of the reference policies (lru fifo clock sieve arc s3fifo\n"
          "                  wtinylfu) over unit-size objects, at each capacity in objects\n"
          "  compare         run A and B alternately RUNS times (default 5), print medians and deltas\n"

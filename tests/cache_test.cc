@@ -187,7 +187,10 @@ TEST_P(CacheTest, FullCacheEvictsAndKeepsNewestItems) {
   EXPECT_GT(s.evictions, 0u);
   EXPECT_LT(s.items, static_cast<uint64_t>(n));
   EXPECT_EQ(s.items + s.evictions, static_cast<uint64_t>(n));
-  for (int i = n - 100; i < n; ++i) {
+  // W-TinyLFU's filter admits a newcomer only if it was seen more often than
+  // main's victim: keys written once stay only while in its 1% window.
+  const int recent = GetParam() == "wtinylfu" ? 10 : 100;
+  for (int i = n - recent; i < n; ++i) {
     const std::string k = "key" + std::to_string(i);
     auto v = cache.get(k);
     ASSERT_TRUE(v.has_value()) << k;
