@@ -162,6 +162,16 @@ struct TiercacheLruImpl : TiercacheImpl {
   }
 };
 
+struct TiercacheS3FifoImpl : TiercacheImpl {
+  static constexpr const char* kName = "tiercache-s3fifo";
+  TiercacheS3FifoImpl() : TiercacheImpl(s3fifoConfig()) {}
+  static CacheConfig s3fifoConfig() {
+    CacheConfig c = CacheConfig::dram(kCacheBytes);
+    c.eviction.policy = EvictionPolicyKind::kS3Fifo;
+    return c;
+  }
+};
+
 struct BaselineImpl {
   static constexpr const char* kName = "baseline";
   BaselineLru lru{kCacheBytes};
@@ -288,7 +298,10 @@ void registerPair(const char* op) {
   };
   reg(TiercacheImpl::kName, Bench<TiercacheImpl>::run);
   reg(BaselineImpl::kName, Bench<BaselineImpl>::run);
-  if (std::string(op) == "FindHit") reg(TiercacheLruImpl::kName, Bench<TiercacheLruImpl>::run);
+  if (std::string(op) == "FindHit") {
+    reg(TiercacheLruImpl::kName, Bench<TiercacheLruImpl>::run);
+    reg(TiercacheS3FifoImpl::kName, Bench<TiercacheS3FifoImpl>::run);
+  }
 }
 
 template <class Impl> struct FindHit { static void run(benchmark::State& s) { BM_FindHit<Impl>(s); } };

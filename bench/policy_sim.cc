@@ -279,8 +279,9 @@ class S3FifoSim final : public SimCache {
 // W-TinyLFU as libCacheSim's WTinyLFU.c with its SLRU main (1:4): a 1% LRU
 // window; the window's victim enters main while main has room, else only if
 // the sketch counts it more often than main's victim. The sketch is
-// tiercache's FrequencySketch (count-min, 4-bit, doorkeeper, halving), sized
-// for the main area, counting every access, as Caffeine does.
+// tiercache's FrequencySketch (count-min, 4-bit, doorkeeper), sized for the
+// main area and halved after 32 x its size accesses (libCacheSim's sample),
+// counting every access, as Caffeine does.
 class WTinyLfuSim final : public SimCache {
  public:
   WTinyLfuSim(size_t keys, uint64_t k)
@@ -291,7 +292,7 @@ class WTinyLfuSim final : public SimCache {
         windowCap_(std::max<uint64_t>(1, k / 100)),
         mainCap_(k > windowCap_ ? k - windowCap_ : 1),
         protectedCap_(mainCap_ * 4 / 5),
-        sketch_(mainCap_) {}
+        sketch_(mainCap_, 32) {}  // libCacheSim: halve after 32 x the main size
   void hit(uint32_t key) override {
     sketch_.increment(hash(key));
     const uint8_t w = where_[key];
