@@ -8,8 +8,9 @@
 // tail moves to `protected` (<= 80% of main), whose overflow goes back to
 // probation.
 //
-// Hit path, no lock: the hook's kAccessed bit (set once, like CLOCK) and a
-// lock-free sketch increment of the key hash. The LRU orders of window and
+// Hit path, no lock: the hook's kAccessed bit (set once, like CLOCK) and,
+// when the bit was clear, a lock-free sketch increment of the key hash (so
+// the sketch counts passes with a hit, not hits; repeated hits are a load). The LRU orders of window and
 // protected are approximated by second chances at eviction time (an accessed
 // tail item goes back to the head), which is what keeps hits lock-free.
 //
