@@ -278,7 +278,7 @@ CacheStats Cache::stats() const {
     for (uint32_t p = 0; p < a.poolCount(); ++p) {
       for (uint32_t k = 0; k < a.classCount(); ++k) {
         const AllocationClass& ac = a.cls(p, k);
-        s.metadata_bytes += sizeof(AllocationClass);
+        s.metadata_bytes += sizeof(AllocationClass) + ac.policy().metadataBytes();  // + ghost / sketch
         ClassStats cs;
         cs.tier = t;
         cs.pool = p;

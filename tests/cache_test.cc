@@ -321,3 +321,22 @@ TEST(CacheMetadata, HeaderAndIndexCostAtMost48BytesPerItem) {
 
 }  // namespace
 }  // namespace tiercache
+
+namespace tiercache {
+namespace {
+
+// The policies' own memory (W-TinyLFU's sketch, S3-FIFO's ghost) is
+// metadata outside the tiers and must be counted as such.
+TEST(CacheMetadata, PolicyMemoryCountsOutsideTheTiers) {
+  auto metadataAfterFill = [](const std::string& policy) {
+    Cache cache(test::smallDramConfig(4 << 20, policy, 64 << 10));
+    for (int i = 0; i < 20000; ++i) cache.set("k" + std::to_string(i), std::string(100, 'v'));
+    return cache.stats().metadata_bytes;
+  };
+  const uint64_t lru = metadataAfterFill("lru");
+  EXPECT_GE(metadataAfterFill("wtinylfu"), lru + 4096) << "at least one 1024-item sketch";
+  EXPECT_GT(metadataAfterFill("s3fifo"), lru) << "the ghost";
+}
+
+}  // namespace
+}  // namespace tiercache
