@@ -87,7 +87,7 @@ S3FifoPolicy::S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent)
 
 void S3FifoPolicy::add(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
-  // Hash outside the lock; only needed when the ghost may hold it.
+  // Hashed outside the list lock: the ghost lookup needs it.
   const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<std::mutex> g(lock_);
   if (ghost_.take(hash)) {
