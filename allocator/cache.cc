@@ -62,9 +62,12 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   table_ = std::make_unique<SlabTable>(slabSize, config_.slotBits(), static_cast<uint32_t>(totalSlabs));
 
   EvictionPolicyOptions policy;
-  policy.kind = config_.eviction.policy == EvictionPolicyKind::kClock ? "clock" : "lru";
+  policy.kind = evictionPolicyName(config_.eviction.policy);
   policy.lruInsertionPoint = config_.eviction.lru_insertion_point;
   policy.lruRefreshMs = config_.eviction.lru_refresh_ms;
+  policy.lruRefreshRatio = config_.eviction.lru_refresh_ratio;
+  policy.s3fifoSmallPercent = config_.eviction.s3fifo_small_percent;
+  policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
     allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, config_.pools, sizes, policy));
@@ -262,7 +265,7 @@ CacheStats Cache::stats() const {
     for (uint32_t p = 0; p < a.poolCount(); ++p) {
       for (uint32_t k = 0; k < a.classCount(); ++k) {
         const AllocationClass& ac = a.cls(p, k);
-        s.metadata_bytes += sizeof(AllocationClass);
+        s.metadata_bytes += sizeof(AllocationClass) + ac.policy().metadataBytes();  // + ghost / sketch
         ClassStats cs;
         cs.tier = t;
         cs.pool = p;
@@ -276,6 +279,7 @@ CacheStats Cache::stats() const {
         cs.evictions = ac.counters().evictions.load(std::memory_order_relaxed);
         cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
         cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
+        cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
         cs.background_evictions = ac.counters().bgEvictions.load(std::memory_order_relaxed);
         cs.demotions = ac.counters().demotions.load(std::memory_order_relaxed);
         cs.promotions = ac.counters().promotions.load(std::memory_order_relaxed);

@@ -534,8 +534,10 @@ const std::vector<Option>& options() {
       // ---- eviction
       {.section = Section::kEviction, .name = "policy", .type = Type::kEnum,
        .description = "lru: LRU with optional mid-point insertion; clock: FIFO with a second chance, "
-                      "hits take no lock.",
-       .field = TC_FIELD(c.eviction.policy), .choices = {"lru", "clock"}},
+                      "hits take no lock; s3fifo: S3-FIFO (small and main FIFO queues, a ghost of "
+                      "key hashes), hits take no lock; wtinylfu: W-TinyLFU (a 1% window, an SLRU main, "
+                      "admission by a frequency sketch), hits take no lock.",
+       .field = TC_FIELD(c.eviction.policy), .choices = {"lru", "clock", "s3fifo", "wtinylfu"}},
       {.section = Section::kEviction, .name = "lru_insertion_point", .type = Type::kCount,
        .description = "LRU: new items enter where 1/2^k of the list is below them (0: at the head; "
                       "1: the middle).",
@@ -543,6 +545,21 @@ const std::vector<Option>& options() {
       {.section = Section::kEviction, .name = "lru_refresh_ms", .type = Type::kCount,
        .description = "LRU: a hit moves an item to the head at most once per this many milliseconds.",
        .field = TC_FIELD(c.eviction.lru_refresh_ms), .max = 3600000},
+      {.section = Section::kEviction, .name = "lru_refresh_ratio", .type = Type::kReal,
+       .description = "LRU: the refresh interval is at most this share of the class's eviction age (the "
+                      "idle time of the last item evicted), so hot items move in a fast-churning cache; "
+                      "0 = always lru_refresh_ms.",
+       .field = TC_FIELD(c.eviction.lru_refresh_ratio), .max = 1},
+      {.section = Section::kEviction, .name = "s3fifo_small_percent", .type = Type::kCount,
+       .description = "S3-FIFO: share of a class's items in the small (probationary) queue, percent.",
+       .field = TC_FIELD(c.eviction.s3fifo_small_percent), .min = 1, .max = 90},
+      {.section = Section::kEviction, .name = "wtinylfu_window_percent", .type = Type::kCount,
+       .description = "W-TinyLFU: share of a class's items in the admission window, percent.",
+       .field = TC_FIELD(c.eviction.wtinylfu_window_percent), .min = 1, .max = 90},
+      {.section = Section::kEviction, .name = "demote_rejected", .type = Type::kBool,
+       .description = "Items that S3-FIFO's small queue or W-TinyLFU's admission filter rejects in an upper "
+                      "tier are demoted to the next tier (true) or dropped (false).",
+       .field = TC_FIELD(c.eviction.demote_rejected)},
 
       // ---- rebalance
       {.section = Section::kRebalance, .name = "enabled", .type = Type::kBool,
@@ -1131,6 +1148,16 @@ CacheConfig CacheConfig::fromJsonFile(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw ConfigError("", "cannot read config file '" + path + "': " + std::strerror(errno));
   return parseDocument(text.str(), path);
+}
+
+const char* evictionPolicyName(EvictionPolicyKind kind) {
+  switch (kind) {
+    case EvictionPolicyKind::kLru: return "lru";
+    case EvictionPolicyKind::kClock: return "clock";
+    case EvictionPolicyKind::kS3Fifo: return "s3fifo";
+    case EvictionPolicyKind::kWTinyLfu: return "wtinylfu";
+  }
+  return "?";
 }
 
 std::string CacheConfig::toJson() const {

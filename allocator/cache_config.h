@@ -33,10 +33,15 @@ class ConfigError : public std::runtime_error {
   std::string path_;
 };
 
+// Order = the option's choices = evictionPolicyName(): "lru", "clock",
+// "s3fifo", "wtinylfu" (eviction/eviction_policy.cc registers the same names).
 enum class EvictionPolicyKind : uint8_t {
-  kLru,    // LRU with optional mid-point insertion
-  kClock,  // FIFO with a second chance; hits take no lock
+  kLru,       // LRU with optional mid-point insertion
+  kClock,     // FIFO with a second chance; hits take no lock
+  kS3Fifo,    // small + main FIFO queues and a ghost; hits take no lock
+  kWTinyLfu,  // window + SLRU main behind a TinyLFU admission filter
 };
+const char* evictionPolicyName(EvictionPolicyKind kind);
 
 
 struct PoolConfig {
@@ -63,13 +68,23 @@ struct IndexConfig {
 };
 
 struct EvictionConfig {
-  EvictionPolicyKind policy = EvictionPolicyKind::kLru;
+  // W-TinyLFU: the lowest miss ratio measured (docs/configuration.md, "Choosing
+  // the eviction policy").
+  EvictionPolicyKind policy = EvictionPolicyKind::kWTinyLfu;
   // LRU: new items enter at the point with 1/2^k of the list below it
   // (0 = at the head, classic LRU; 1 = mid-point).
   uint32_t lru_insertion_point = 0;
   // LRU: a hit moves the item to the head at most once per this interval;
   // hits in between take no lock.
   uint32_t lru_refresh_ms = 1000;
+  // LRU: the interval shrinks to this share of the class's eviction age
+  // (0 = fixed lru_refresh_ms).
+  double lru_refresh_ratio = 0.1;
+  uint32_t s3fifo_small_percent = 10;
+  uint32_t wtinylfu_window_percent = 1;
+  // What S3-FIFO's small queue or W-TinyLFU's filter rejects from an upper
+  // tier is demoted (true) or dropped (false).
+  bool demote_rejected = true;
 
   friend bool operator==(const EvictionConfig&, const EvictionConfig&) = default;
 };

@@ -84,7 +84,8 @@ std::string CacheStats::toJson() const {
                             {"demotions", c.demotions},
                             {"promotions", c.promotions},
                             {"slabs_gained", c.slabs_gained},
-                            {"slabs_lost", c.slabs_lost}});
+                            {"slabs_lost", c.slabs_lost},
+                            {"eviction_age_ms", c.eviction_age_ms}});
   }
   return j.dump(2);
 }

@@ -27,6 +27,7 @@ struct ClassStats {
   uint64_t promotions = 0;     // moved up out of this class
   uint64_t slabs_gained = 0;   // by the rebalancer
   uint64_t slabs_lost = 0;
+  uint32_t eviction_age_ms = 0;  // median age of the items its policy gave up (power-of-two buckets)
 };
 
 struct TierStats {

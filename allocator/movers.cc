@@ -43,24 +43,30 @@ struct Movers::Batch {
 // drop it (the last tier, no demotion, or an item not worth keeping).
 class Movers::ClaimVisitor final : public EvictionVisitor {
  public:
-  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote) : table_(table), batch_(batch), demote_(demote) {}
-  Verdict visit(uint32_t ref) override {
-    Item* item = table_.item(CompressedRef(ref));
-    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
-    const size_t i = batch_.count++;
-    batch_.src[i] = CompressedRef(ref);
-    batch_.drop[i] = !demote_ || dropInsteadOfMove(*item);
-    return Verdict::kTake;
-  }
+  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote, bool demoteRejected)
+      : table_(table), batch_(batch), demote_(demote), demoteRejected_(demoteRejected) {}
+  Verdict visit(uint32_t ref) override { return claim(ref, false); }
+  // eviction.demote_rejected: what the policy turned away may skip the tier below.
+  Verdict visitRejected(uint32_t ref) override { return claim(ref, !demoteRejected_); }
 
  private:
   // An item that should leave the cache rather than take a lower-tier slot
   // (none yet; an expired item will be).
   static bool dropInsteadOfMove(const Item&) { return false; }
 
+  Verdict claim(uint32_t ref, bool dropIt) {
+    Item* item = table_.item(CompressedRef(ref));
+    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
+    const size_t i = batch_.count++;
+    batch_.src[i] = CompressedRef(ref);
+    batch_.drop[i] = !demote_ || dropIt || dropInsteadOfMove(*item);
+    return Verdict::kTake;
+  }
+
   const SlabTable& table_;
   Batch& batch_;
   const bool demote_;
+  const bool demoteRejected_;
 };
 
 
@@ -218,7 +224,7 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
     // 1. Claim up to a batch at the cold end: one policy-lock hold.
     b.count = 0;
     const size_t want = std::min(n - done, kMaxBatch);
-    ClaimVisitor visitor(table_, b, demote);
+    ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected);
     if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) break;
     done += moveBatch(ac, lower, b, sink, background);
   }

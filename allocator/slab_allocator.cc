@@ -8,7 +8,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace tiercache {
+
+uint64_t SlabTable::keyHash(uint32_t ref) const {
+  const std::string_view key = item(CompressedRef(ref))->key();
+  return XXH3_64bits_withSeed(key.data(), key.size(), 0x7469657263616368ull);  // "tiercach"
+}
+
 
 SlabTable::SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs)
     : slabSize_(slabSize), slotBits_(slotBits), slabs_(totalSlabs) {

@@ -62,6 +62,9 @@ class SlabTable final : public HookResolver {
   CompressedRef makeRef(uint32_t slab, uint32_t slot) const { return CompressedRef::make(slab, slot, slotBits_); }
 
   EvictionHook& hook(uint32_t ref) const override { return item(CompressedRef(ref))->hook; }
+  // XXH3 of the item's key with a fixed seed: the same key hashes the same
+  // in every tier and across restarts (the ghost and sketch follow keys).
+  uint64_t keyHash(uint32_t ref) const override;
 
   uint64_t metadataBytes() const { return slabs_.size() * sizeof(SlabInfo); }
 

@@ -128,7 +128,9 @@ class BaselineLru {
 
 struct TiercacheImpl {
   static constexpr const char* kName = "tiercache";
-  Cache cache{CacheConfig::dram(kCacheBytes)};
+  TiercacheImpl() : TiercacheImpl(CacheConfig::dram(kCacheBytes)) {}
+  explicit TiercacheImpl(const CacheConfig& c) : cache(c) {}
+  Cache cache;
 
   bool find(std::string_view key) {
     ReadHandle h = cache.find(key);
@@ -143,6 +145,30 @@ struct TiercacheImpl {
     std::memcpy(w.data(), value.data(), value.size());
     cache.insertOrReplace(std::move(w));
     return true;
+  }
+};
+
+// The cache as it was before W-TinyLFU became the default: LRU with a fixed
+// 1 s refresh interval. FindHit runs it too, so the default policy's hit
+// path has a ratio against it from the same run.
+struct TiercacheLruImpl : TiercacheImpl {
+  static constexpr const char* kName = "tiercache-lru";
+  TiercacheLruImpl() : TiercacheImpl(lruConfig()) {}
+  static CacheConfig lruConfig() {
+    CacheConfig c = CacheConfig::dram(kCacheBytes);
+    c.eviction.policy = EvictionPolicyKind::kLru;
+    c.eviction.lru_refresh_ratio = 0;
+    return c;
+  }
+};
+
+struct TiercacheS3FifoImpl : TiercacheImpl {
+  static constexpr const char* kName = "tiercache-s3fifo";
+  TiercacheS3FifoImpl() : TiercacheImpl(s3fifoConfig()) {}
+  static CacheConfig s3fifoConfig() {
+    CacheConfig c = CacheConfig::dram(kCacheBytes);
+    c.eviction.policy = EvictionPolicyKind::kS3Fifo;
+    return c;
   }
 };
 
@@ -272,6 +298,10 @@ void registerPair(const char* op) {
   };
   reg(TiercacheImpl::kName, Bench<TiercacheImpl>::run);
   reg(BaselineImpl::kName, Bench<BaselineImpl>::run);
+  if (std::string(op) == "FindHit") {
+    reg(TiercacheLruImpl::kName, Bench<TiercacheLruImpl>::run);
+    reg(TiercacheS3FifoImpl::kName, Bench<TiercacheS3FifoImpl>::run);
+  }
 }
 
 template <class Impl> struct FindHit { static void run(benchmark::State& s) { BM_FindHit<Impl>(s); } };

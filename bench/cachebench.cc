@@ -753,14 +753,13 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   try {
     c.normalize();
     c.validate();
-    // Policies other than lru are set by name, through the option table,
-    // so a policy this build lacks gets the config's own unknown-value error.
-    std::string policy = policyForAllocator(out.allocator);
-    if (policy != "lru") {
-      json j = json::parse(c.toJson());
-      j["eviction"]["policy"] = policy;
-      c = CacheConfig::fromJsonString(j.dump());
-    }
+    // The mapped policy is always set by name, through the option table
+    // (the project's default is not cachebench's LRU), so a policy this
+    // build lacks gets the config's own unknown-value error.
+    const std::string policy = policyForAllocator(out.allocator);
+    json j = json::parse(c.toJson());
+    j["eviction"]["policy"] = policy;
+    c = CacheConfig::fromJsonString(j.dump());
   } catch (const ConfigError& e) {
     std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
     std::string key = e.path() == "eviction.policy" ? "cache_config.allocator" : cachebenchKeyFor(e.path());

@@ -15,10 +15,12 @@
 #include "bench/hit_ratio_sim.h"
 #include "bench/key_space.h"
 #include "bench/kvcache_trace.h"
+#include "bench/policy_sim.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/sweep.h"
 #include "bench/trace.h"
+#include "bench/trace_formats.h"
 #include "bench/workload.h"
 
 namespace tiercache::bench {
@@ -116,7 +118,7 @@ class Progress {
 
 struct Args {
   std::vector<std::string> positional;
-  std::string config, trace, output, sweepValues;
+  std::string config, trace, output, sweepValues, objects, policies, traceFormat = "auto";
   std::optional<SweepKind> sweepKind;
   bool json = false, noLimits = false;
   std::optional<bool> progress, lookaside;
@@ -157,7 +159,10 @@ Args parseArgs(const std::string& command, const std::vector<std::string>& args,
     else if (command == "run" && s == "--max-ops") a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
     else if (command == "record" && (s == "-o" || s == "--output")) a.output = value(i, s);
     else if (command == "sweep" && s == "--out") a.output = value(i, s);
-    else if (command == "replay" && s == "--trace") a.trace = value(i, s);
+    else if ((command == "replay" || command == "simulate") && s == "--trace") a.trace = value(i, s);
+    else if ((command == "replay" || command == "simulate") && s == "--trace-format") a.traceFormat = value(i, s);
+    else if (command == "simulate" && s == "--objects") a.objects = value(i, s);
+    else if (command == "simulate" && s == "--policies") a.policies = value(i, s);
     else if (command == "replay" && s == "--lookaside") a.lookaside = true;
     else if (command == "replay" && s == "--no-lookaside") a.lookaside = false;
     else if (command == "replay" && s == "--threads") a.threads = parseCount(s, value(i, s), 1, 1024);
@@ -326,7 +331,7 @@ int commandReplay(const Args& a, std::ostream& out, std::ostream& err, bool term
   LoadedConfig l = loadConfig(a.config, err);
   Trace trace;
   try {
-    trace = Trace::read(a.trace);
+    trace = readTrace(a.trace, a.traceFormat);
   } catch (const TraceError& e) {
     err << "tiercache-bench: " << e.what() << "\n";
     return kExitUsage;
@@ -376,6 +381,38 @@ int replayTrace(const Args& a, const LoadedConfig& l, const Trace& trace, const 
     err << "tiercache-bench: " << result.ops.value_mismatches << " value(s) failed verification; first: "
         << result.first_mismatch << "\n";
     return kExitFailed;
+  }
+  return kExitOk;
+}
+
+// Reference policies over unit-size objects: one row per policy, one column
+// per capacity in objects (bench/policy_sim.h).
+int commandSimulate(const Args& a, std::ostream& out, std::ostream& err) {
+  requireConfig(a);
+  if (a.objects.empty()) throw UsageError("simulate needs --objects N[,N...] (capacities in objects)");
+  std::vector<uint64_t> caps;
+  for (const std::string& v : splitList(a.objects)) caps.push_back(parseCount("--objects", v, 1, UINT32_MAX));
+  std::vector<std::string> names = a.policies.empty() ? referencePolicyNames() : splitList(a.policies);
+  LoadedConfig l = loadConfig(a.config, err);
+  std::vector<SimRequest> requests;
+  bool lookaside = l.workload.lookaside;
+  if (!a.trace.empty()) {
+    requests = traceRequests(readTrace(a.trace, a.traceFormat), 1);
+  } else {
+    requests = workloadRequests(l.workload, 1);
+  }
+  out << "policy";
+  for (uint64_t c : caps) out << "\t" << c;
+  out << "\t(miss ratio, %, unit sizes)\n";
+  for (const std::string& name : names) {
+    out << name;
+    for (uint64_t c : caps) {
+      const SimResult r = simulatePolicy(name, requests, c, lookaside);
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "\t%.3f", 100.0 * (1.0 - r.hitRatio()));
+      out << cell << std::flush;
+    }
+    out << "\n";
   }
   return kExitOk;
 }
@@ -508,9 +545,11 @@ int commandSweep(const Args& a, std::ostream& out, std::ostream& err, bool termi
 std::string benchUsage() {
   return "usage: tiercache-bench --config FILE [--json] [--progress | --no-progress] [--no-limits] [--max-ops N]\n"
          "       tiercache-bench record --config FILE -o TRACE\n"
-         "       tiercache-bench replay --config FILE --trace TRACE [--threads N] [--lookaside | --no-lookaside]\n"
+         "       tiercache-bench replay --config FILE --trace TRACE [--trace-format F] [--threads N]\n"
+         "                              [--lookaside | --no-lookaside]\n"
          "                              [--json] [--no-limits] [--progress | --no-progress]\n"
          "       tiercache-bench compare A.json B.json [-n RUNS]\n"
+         "       tiercache-bench simulate --config FILE --objects N[,N...] [--trace TRACE] [--policies P,...]\n"
          "       tiercache-bench sweep --config FILE (--threads L | --cache-size L | --tier-ratio L)\n"
          "                             [-n RUNS] [--out PREFIX]\n"
          "\n"
@@ -522,7 +561,10 @@ std::string benchUsage() {
          "                  measured one (--no-limits skips that). --max-ops N: at most N\n"
          "                  operations per thread (a cachebench trace replay: N x threads records)\n"
          "  record          write the workload's requests as a trace (.csv: CSV, else binary)\n"
-         "  replay          replay a trace on the config's cache over N threads (default 1)\n"
+         "  replay          replay a trace on the config's cache over N threads (default 1); F is\n"
+         "                  auto (default), tiercache, oracle-general, twitter or meta-kv\n"
+         "  simulate        miss ratios of the reference policies (lru fifo clock sieve arc s3fifo\n"
+         "                  wtinylfu) over unit-size objects, at each capacity in objects\n"
          "  compare         run A and B alternately RUNS times (default 5), print medians and deltas\n"
          "  sweep           run the workload for each value of a list (L = comma-separated:\n"
          "                  1,2,4 | 256MiB,512MiB | 1:1,1:3) and write PREFIX.csv, PREFIX.gp and,\n"
@@ -546,7 +588,7 @@ int runBenchCli(const std::vector<std::string>& args, std::ostream& out, std::os
   std::string command = "run";
   size_t first = 0;
   if (!args.empty() && (args[0] == "run" || args[0] == "record" || args[0] == "replay" || args[0] == "compare" ||
-                        args[0] == "sweep")) {
+                        args[0] == "sweep" || args[0] == "simulate")) {
     command = args[0];
     first = 1;
   }
@@ -556,6 +598,7 @@ int runBenchCli(const std::vector<std::string>& args, std::ostream& out, std::os
     if (command == "record") return commandRecord(a, out, err);
     if (command == "replay") return commandReplay(a, out, err, stderrIsTerminal);
     if (command == "compare") return commandCompare(a, out, err, stderrIsTerminal);
+    if (command == "simulate") return commandSimulate(a, out, err);
     return commandSweep(a, out, err, stderrIsTerminal);
   } catch (const UsageError& e) {
     err << "tiercache-bench: " << e.what() << "\n\n" << benchUsage();

@@ -168,9 +168,15 @@ SimResult simulateLru(const std::vector<SimRequest>& requests, uint64_t capacity
     switch (r.op) {
       case RequestOp::kGet:
       case RequestOp::kLoneGet:
-        if (r.measured) ++result.gets;
+        if (r.measured) {
+          ++result.gets;
+          result.get_bytes += r.op == RequestOp::kGet ? r.size : 0;
+        }
         if (held[r.key]) {
-          if (r.measured) ++result.hits;
+          if (r.measured) {
+            ++result.hits;
+            result.hit_bytes += r.op == RequestOp::kGet ? r.size : 0;
+          }
           unlink(r.key);
           pushFront(r.key);
         } else if (r.op == RequestOp::kGet && lookaside) {

@@ -54,7 +54,10 @@ struct SimResult {
   uint64_t gets = 0;  // measured gets and lgets
   uint64_t hits = 0;
   uint64_t relaxed_fills = 0;  // Belady: fills the real model would not make
+  uint64_t get_bytes = 0;      // object bytes of the measured gets (LRU only)
+  uint64_t hit_bytes = 0;
   double hitRatio() const { return gets ? double(hits) / double(gets) : 0.0; }
+  double byteHitRatio() const { return get_bytes ? double(hit_bytes) / double(get_bytes) : 0.0; }
 };
 
 struct HitRatioLimits {

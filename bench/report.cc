@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -135,6 +136,25 @@ std::string withCommas(uint64_t n) {
   return out;
 }
 
+// Median eviction age of the classes that evicted most (at most 6).
+std::string formatEvictionAges(const CacheStats& after) {
+  std::vector<const ClassStats*> evicting;
+  for (const ClassStats& c : after.classes) {
+    if (c.evictions + c.background_evictions > 0) evicting.push_back(&c);
+  }
+  if (evicting.empty()) return "";
+  std::sort(evicting.begin(), evicting.end(), [](const ClassStats* a, const ClassStats* b) {
+    return a->evictions + a->background_evictions > b->evictions + b->background_evictions;
+  });
+  std::string s = "Eviction age  :";
+  for (size_t i = 0; i < evicting.size() && i < 6; ++i) {
+    const ClassStats& c = *evicting[i];
+    s += sformat("%s t%u/c%u (%u B) < %u ms", i ? "," : "", c.tier, c.class_id, c.alloc_size, c.eviction_age_ms + 1);
+  }
+  if (evicting.size() > 6) s += sformat(", %zu more classes", evicting.size() - 6);
+  return s + " (median)\n";
+}
+
 std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
                          const std::string& limitsNote) {
   CacheDelta d = delta(r);
@@ -154,12 +174,21 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
                  withCommas(d.promotions).c_str());
   s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
   s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
+  s += sformat("Miss Ratio    : %.2f%% of gets, %.2f%% of bytes", 100.0 - pct(r.ops.get_hits, r.ops.gets),
+               100.0 - pct(r.ops.get_hit_bytes, r.ops.get_bytes));
+  if (limits && limits->lru.get_bytes)
+    s += sformat(" (LRU sim: %.2f%%, %.2f%%)", 100.0 * (1.0 - limits->lru.hitRatio()),
+                 100.0 * (1.0 - limits->lru.byteHitRatio()));
+  s += "\n";
   if (limits) s += formatLimits(*limits);
   else if (!limitsNote.empty()) s += "  optimal     : " + limitsNote + "\n";
   s += opLine("get", r.ops.gets, r.ops.get_hits, r.elapsed_seconds);
   s += opLine("set", r.ops.sets, r.ops.set_success, r.elapsed_seconds);
   s += opLine("del", r.ops.removes, r.ops.remove_success, r.elapsed_seconds);
-  if (config.lookaside) s += sformat("Lookaside sets: %s\n", withCommas(r.ops.lookaside_sets).c_str());
+  if (config.lookaside)
+    s += sformat("Lookaside sets: %s (%.2f%% of misses stored)\n", withCommas(r.ops.lookaside_sets).c_str(),
+                 pct(r.ops.lookaside_stored, r.ops.lookaside_sets));
+  s += formatEvictionAges(r.after);
   s += formatTierBlocks(r);
   s += formatCostBlock(r);
   if (r.distinct_keys)
@@ -216,6 +245,19 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
         {"gets", d.gets},
         {"hits", d.hits},
         {"hit_ratio", d.gets ? double(d.hits) / double(d.gets) : 0.0},
+        {"miss_ratio", r.ops.gets ? 1.0 - double(r.ops.get_hits) / double(r.ops.gets) : 0.0},
+        {"byte_miss_ratio", r.ops.get_bytes ? 1.0 - double(r.ops.get_hit_bytes) / double(r.ops.get_bytes) : 0.0},
+        {"misses_stored_ratio",
+         r.ops.lookaside_sets ? double(r.ops.lookaside_stored) / double(r.ops.lookaside_sets) : 0.0},
+        {"eviction_age_ms", [&] {
+           json a = json::array();
+           for (const ClassStats& c : r.after.classes) {
+             if (c.evictions + c.background_evictions > 0)
+               a.push_back({{"tier", c.tier}, {"class", c.class_id}, {"alloc_size", c.alloc_size},
+                            {"median_ms", c.eviction_age_ms}});
+           }
+           return a;
+         }()},
         {"item_header_bytes", r.after.item_header_bytes},
         {"index_bytes_per_item", r.after.index_bytes_per_item},
         {"metadata_bytes", r.after.metadata_bytes}}},
@@ -251,6 +293,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                              {"optimal_is_exact", limits->exact},
                              {"belady_size_heuristic", limits->belady_size.hitRatio()},
                              {"lru", limits->lru.hitRatio()},
+                             {"lru_byte_hit_ratio", limits->lru.byteHitRatio()},
                              {"gets", limits->optimal.gets}};
   }
   return j.dump(2);

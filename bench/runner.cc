@@ -14,6 +14,7 @@
 
 #include "bench/key_space.h"
 #include "bench/popularity.h"
+#include "allocator/item.h"
 #include "bench/request_stream.h"
 #include "bench/trace.h"
 #include "bench/value_codec.h"
@@ -29,6 +30,9 @@ OpCounts& OpCounts::operator+=(const OpCounts& o) {
   removes += o.removes;
   remove_success += o.remove_success;
   value_mismatches += o.value_mismatches;
+  get_bytes += o.get_bytes;
+  get_hit_bytes += o.get_hit_bytes;
+  lookaside_stored += o.lookaside_stored;
   return *this;
 }
 
@@ -52,9 +56,11 @@ double processCpuSeconds() {
 // load+store is enough and costs a plain store on x86.
 struct alignas(64) ThreadCounters {
   std::atomic<uint64_t> gets{0}, get_hits{0}, sets{0}, set_success{0}, lookaside_sets{0}, removes{0},
-      remove_success{0}, value_mismatches{0};
+      remove_success{0}, value_mismatches{0}, get_bytes{0}, get_hit_bytes{0}, lookaside_stored{0};
 
-  static void bump(std::atomic<uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 
   OpCounts read() const {
     OpCounts o;
@@ -66,6 +72,9 @@ struct alignas(64) ThreadCounters {
     o.removes = removes.load(std::memory_order_relaxed);
     o.remove_success = remove_success.load(std::memory_order_relaxed);
     o.value_mismatches = value_mismatches.load(std::memory_order_relaxed);
+    o.get_bytes = get_bytes.load(std::memory_order_relaxed);
+    o.get_hit_bytes = get_hit_bytes.load(std::memory_order_relaxed);
+    o.lookaside_stored = lookaside_stored.load(std::memory_order_relaxed);
     return o;
   }
 };
@@ -118,17 +127,20 @@ class Worker {
     ThreadCounters::bump(c_.gets);
     // The find is timed; verifying the value is the bench's work, not the cache's.
     const Clock::time_point t0 = Clock::now();
+    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
+    ThreadCounters::bump(c_.get_bytes, bytes);
     ReadHandle h = cache_.find(key_);
     getLatency.record(nanosSince(t0));
     if (h) {
       ThreadCounters::bump(c_.get_hits);
+      ThreadCounters::bump(c_.get_hit_bytes, bytes);
       if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
       return;
     }
     h.reset();
     if (config_.lookaside) {
       ThreadCounters::bump(c_.lookaside_sets);
-      set(index);
+      if (set(index)) ThreadCounters::bump(c_.lookaside_stored);
     }
   }
 
@@ -141,6 +153,7 @@ class Worker {
   void loneGet(uint64_t index) {
     keys_.loneKey(index, key_);
     ThreadCounters::bump(c_.gets);
+    ThreadCounters::bump(c_.get_bytes, sizeof(Item) + key_.size());
     ReadHandle h = cache_.find(key_);
     if (h) {
       // A lone key is never set: any hit is another key's item.
@@ -149,7 +162,7 @@ class Worker {
     }
   }
 
-  void set(uint64_t index) {
+  bool set(uint64_t index) {
     keys_.key(index, key_);
     ThreadCounters::bump(c_.sets);
     size_t size = keys_.valueSize(index);
@@ -157,12 +170,13 @@ class Worker {
     WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size);
     if (!w) {
       setLatency.record(nanosSince(t0));
-      return;
+      return false;
     }
     ValueCodec::fill(key_, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), size);
     cache_.insertOrReplace(std::move(w));
     setLatency.record(nanosSince(t0));
     ThreadCounters::bump(c_.set_success);
+    return true;
   }
 
   void remove(uint64_t index) {
@@ -269,9 +283,12 @@ class TraceWorker {
  private:
   void get(size_t i, const TraceRecord& r) {
     ThreadCounters::bump(c_.gets);
+    const uint64_t bytes = sizeof(Item) + r.key.size() + (r.op == RequestOp::kGet ? r.size : 0);
+    ThreadCounters::bump(c_.get_bytes, bytes);
     ReadHandle h = cache_.find(r.key);
     if (h) {
       ThreadCounters::bump(c_.get_hits);
+      ThreadCounters::bump(c_.get_hit_bytes, bytes);
       // A trace may set one key with several sizes: check the value against
       // the length it has.
       if (h.key() != r.key || !ValueCodec::verify(r.key, h.value().size(), h.value())) {
@@ -287,17 +304,18 @@ class TraceWorker {
     h.reset();
     if (r.op == RequestOp::kGet && config_.lookaside) {
       ThreadCounters::bump(c_.lookaside_sets);
-      set(r);
+      if (set(r)) ThreadCounters::bump(c_.lookaside_stored);
     }
   }
 
-  void set(const TraceRecord& r) {
+  bool set(const TraceRecord& r) {
     ThreadCounters::bump(c_.sets);
     WriteHandle w = cache_.allocate(r.key, r.size);
-    if (!w) return;
+    if (!w) return false;
     ValueCodec::fill(r.key, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), r.size);
     cache_.insertOrReplace(std::move(w));
     ThreadCounters::bump(c_.set_success);
+    return true;
   }
 
   Cache& cache_;

@@ -28,6 +28,9 @@ struct OpCounts {
   uint64_t removes = 0;
   uint64_t remove_success = 0;
   uint64_t value_mismatches = 0; // values read that failed verification
+  uint64_t get_bytes = 0;        // item bytes (header + key + value) asked for by gets; lone gets: no value
+  uint64_t get_hit_bytes = 0;    // ... of the gets that hit
+  uint64_t lookaside_stored = 0; // lookaside sets the cache took (the misses it stored)
 
   uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
   OpCounts& operator+=(const OpCounts& o);

@@ -5,7 +5,7 @@ namespace tiercache {
 void ClockPolicy::add(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
-  h.meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+  h.meta.store(EvictionHook::kInList | (coarseNowMs() & EvictionHook::kTimeMask), std::memory_order_relaxed);
   list_.pushHead(ref);
 }
 
@@ -64,6 +64,7 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
       const auto verdict = visitor.visit(cur);
       if (verdict == EvictionVisitor::Verdict::kStop) break;
       if (verdict == EvictionVisitor::Verdict::kTake) {
+        ages_.record((coarseNowMs() - h.meta.load(std::memory_order_relaxed)) & EvictionHook::kTimeMask);
         list_.unlink(cur);
         h.meta.store(0, std::memory_order_relaxed);
         ++taken;

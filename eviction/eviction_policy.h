@@ -8,8 +8,9 @@
 // Concurrency contract:
 //   - add/remove/evict take the policy's own list lock (one per class).
 //   - recordAccess is the hit path: it may skip work under contention and
-//     must never block for long (CLOCK takes no lock at all; LRU moves an
-//     item at most once per refresh interval, with try_lock).
+//     must never block for long (CLOCK and S3-FIFO take no lock at all, one
+//     relaxed atomic on the hook; W-TinyLFU adds a lock-free sketch update;
+//     LRU moves an item at most once per refresh interval, with try_lock).
 //   - A ref is added at most once and removed at most once; remove() of a
 //     ref not in the list returns false (membership is the hook's kInList
 //     bit, changed only under the list lock).
@@ -20,13 +21,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tiercache {
 
 // 12 bytes inside every item. prev/next are guarded by the list lock; meta
-// is atomic because hits update it without the lock:
-//   bit 31 kInList, bit 30 kAccessed (CLOCK), bit 29 kHot (LRU mid-point),
-//   bits 0..28 last-move time in milliseconds modulo 2^29 (LRU).
+// is atomic because hits update it without the lock. Bit 31 is kInList for
+// every policy; the rest is the policy's own (each header says how):
+//   LRU    bit 29 kHot (mid-point), bits 0..28 last-move time (ms mod 2^29)
+//   CLOCK  bit 30 kAccessed, bits 0..28 insertion time
+//   S3-FIFO, W-TinyLFU: see their headers (queue, frequency, time bits).
 struct EvictionHook {
   static constexpr uint32_t kInList = 1u << 31;
   static constexpr uint32_t kAccessed = 1u << 30;
@@ -42,6 +46,10 @@ static_assert(sizeof(EvictionHook) == 12);
 class HookResolver {
  public:
   virtual EvictionHook& hook(uint32_t ref) const = 0;
+  // A 64-bit hash of the key of the member `ref` (stable across tiers, so a
+  // ghost entry or a sketch count follows a key that is demoted and comes
+  // back). Called for pinned or list-locked members only.
+  virtual uint64_t keyHash(uint32_t ref) const = 0;
 
  protected:
   ~HookResolver() = default;
@@ -52,9 +60,28 @@ class EvictionVisitor {
  public:
   enum class Verdict { kTake, kSkip, kStop };
   virtual Verdict visit(uint32_t ref) = 0;
+  // A candidate the policy turns away rather than ages out: S3-FIFO's small
+  // queue evicting an item hit fewer than twice, W-TinyLFU's filter refusing
+  // the window's victim. The cache may drop such items instead of demoting
+  // them (eviction.demote_rejected); by default they are ordinary victims.
+  virtual Verdict visitRejected(uint32_t ref) { return visit(ref); }
 
  protected:
   ~EvictionVisitor() = default;
+};
+
+// Ages (ms) of evicted items in power-of-two buckets: relaxed counters
+// bumped under the list lock, read by stats at any time.
+class EvictionAgeHistogram {
+ public:
+  static constexpr int kBuckets = 32;
+  void record(uint32_t ageMs);
+  uint64_t count() const;
+  // Upper edge of the bucket holding the median (0 when nothing recorded).
+  uint32_t medianMs() const;
+
+ private:
+  std::atomic<uint64_t> buckets_[kBuckets] = {};
 };
 
 class EvictionPolicy {
@@ -89,17 +116,34 @@ class EvictionPolicy {
   // Walks the list under the lock (for consistency checks): calls fn on
   // every member and returns false if the links are broken.
   virtual bool forEach(void (*fn)(uint32_t ref, void* ctx), void* ctx) const = 0;
+  // Bytes the policy holds outside the items (ghost queue, sketch).
+  virtual size_t metadataBytes() const { return 0; }
+
+  // Ages of the items this policy gave up (time since insertion, or since
+  // the last move for LRU): the class's eviction age.
+  const EvictionAgeHistogram& evictionAges() const { return ages_; }
+
+ protected:
+  EvictionAgeHistogram ages_;
 };
 
 struct EvictionPolicyOptions {
-  std::string kind = "lru";         // "lru" or "clock"
+  std::string kind = "lru";         // a name in evictionPolicyNames()
   uint32_t lruInsertionPoint = 0;   // 0 = head; k = 1/2^k of the list below
+  // LRU: a hit moves an item at most once per min(lruRefreshMs,
+  // lruRefreshRatio x the class's eviction age); ratio 0 = fixed interval.
   uint32_t lruRefreshMs = 1000;
+  double lruRefreshRatio = 0.0;
+  uint32_t s3fifoSmallPercent = 10;     // S3-FIFO: small queue share of the members
+  uint32_t wtinylfuWindowPercent = 1;   // W-TinyLFU: window share of the members
 };
 
-// Throws std::invalid_argument for an unknown kind.
+// One row per policy: the only place a name maps to an implementation.
+// Throws std::invalid_argument for an unknown kind, naming the known ones.
 std::unique_ptr<EvictionPolicy> makeEvictionPolicy(const EvictionPolicyOptions& options,
                                                    const HookResolver& resolver);
+// The registered names, in table order ("lru", "clock", "s3fifo", "wtinylfu").
+std::vector<std::string> evictionPolicyNames();
 
 // Monotonic milliseconds, cheap (coarse clock); wraps at 2^29 in the hook.
 uint32_t coarseNowMs();

@@ -6,8 +6,14 @@ namespace {
 uint32_t stamp(uint32_t flags) { return flags | (coarseNowMs() & EvictionHook::kTimeMask); }
 }  // namespace
 
-LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs)
-    : r_(resolver), insertionPoint_(insertionPoint), refreshMs_(refreshMs), hot_(resolver), cold_(resolver) {}
+LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs, double refreshRatio)
+    : r_(resolver),
+      insertionPoint_(insertionPoint),
+      refreshMs_(refreshMs),
+      refreshRatio_(refreshRatio),
+      interval_(refreshRatio > 0 ? 0 : refreshMs),  // adaptive: exact LRU until the first eviction
+      hot_(resolver),
+      cold_(resolver) {}
 
 void LruPolicy::add(uint32_t ref) {
   std::lock_guard<std::mutex> g(lock_);
@@ -57,7 +63,7 @@ void LruPolicy::recordAccess(uint32_t ref) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
   const uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.
-  if (((now - seen) & EvictionHook::kTimeMask) < refreshMs_) return;
+  if (((now - seen) & EvictionHook::kTimeMask) < interval_.load(std::memory_order_relaxed)) return;
   std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
   if (!g.owns_lock()) return;
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
@@ -96,11 +102,16 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
       const uint32_t prev = list->prevOf(cur);
       ++scanned;
       switch (visitor.visit(cur)) {
-        case EvictionVisitor::Verdict::kTake:
+        case EvictionVisitor::Verdict::kTake: {
+          const uint32_t idle = (coarseNowMs() - r_.hook(cur).meta.load(std::memory_order_relaxed)) &
+                                EvictionHook::kTimeMask;
+          ages_.record(idle);
+          noteEvictionAge(idle);
           list->unlink(cur);
           r_.hook(cur).meta.store(0, std::memory_order_relaxed);
           ++taken;
           break;
+        }
         case EvictionVisitor::Verdict::kSkip:
           break;
         case EvictionVisitor::Verdict::kStop:
@@ -112,6 +123,12 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
   }
   rebalanceLocked();
   return taken;
+}
+
+void LruPolicy::noteEvictionAge(uint32_t idleMs) {
+  if (refreshRatio_ <= 0) return;
+  const double want = refreshRatio_ * static_cast<double>(idleMs);
+  interval_.store(want >= refreshMs_ ? refreshMs_ : static_cast<uint32_t>(want), std::memory_order_relaxed);
 }
 
 size_t LruPolicy::size() const {

@@ -7,8 +7,18 @@
 // k = 0 everything lives in hot (classic LRU). A hit promotes to the head of
 // hot, at most once per refresh interval per item, and gives up instead of
 // waiting when the lock is busy: LRU order is approximate by design.
+//
+// The refresh interval adapts (CacheLib's lruRefreshRatio idea, bounded the
+// other way): it is min(refreshMs, ratio x eviction age), where the eviction
+// age is the idle time of the last item evicted. A cache whose items live
+// 50 ms between last move and eviction refreshes a hit after 5 ms (ratio
+// 0.1), so hot items are kept; a cache whose tail is an hour old refreshes
+// at most once per refreshMs, so hits rarely take the lock. A hit younger
+// than the interval is in the top of the list already (relative to the
+// tail's age), and moving it would not change what is evicted next.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 
 #include "eviction_policy.h"
@@ -18,7 +28,10 @@ namespace tiercache {
 
 class LruPolicy final : public EvictionPolicy {
  public:
-  LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs);
+  LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs, double refreshRatio = 0.0);
+
+  // The interval in force now (ms).
+  uint32_t refreshIntervalMs() const { return interval_.load(std::memory_order_relaxed); }
 
   void add(uint32_t ref) override;
   void addBatch(const uint32_t* refs, size_t n) override;
@@ -34,11 +47,14 @@ class LruPolicy final : public EvictionPolicy {
   void rebalanceLocked();
   void addLocked(uint32_t ref);
   bool removeLocked(uint32_t ref);
+  void noteEvictionAge(uint32_t idleMs);
   IntrusiveList& listOf(uint32_t meta) { return (meta & EvictionHook::kHot) ? hot_ : cold_; }
 
   const HookResolver& r_;
   const uint32_t insertionPoint_;
   const uint32_t refreshMs_;
+  const double refreshRatio_;
+  std::atomic<uint32_t> interval_;
   mutable std::mutex lock_;
   IntrusiveList hot_;
   IntrusiveList cold_;

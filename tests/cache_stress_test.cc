@@ -118,7 +118,8 @@ TEST_P(CacheStressTest, HotKeyContentionAcrossThreads) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, CacheStressTest, ::testing::Values("lru", "lru-midpoint", "clock"));
+INSTANTIATE_TEST_SUITE_P(Policies, CacheStressTest,
+                         ::testing::Values("lru", "lru-midpoint", "clock", "s3fifo", "wtinylfu"));
 
 }  // namespace
 }  // namespace tiercache

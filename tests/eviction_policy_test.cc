@@ -2,10 +2,18 @@
 // hooks stands in for item memory (the policies never see items).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
 #include <vector>
 
 #include "eviction/clock_policy.h"
+#include "eviction/frequency_sketch.h"
 #include "eviction/lru_policy.h"
+#include "eviction/s3fifo_policy.h"
+#include "eviction/wtinylfu_policy.h"
 
 namespace tiercache {
 namespace {
@@ -14,6 +22,8 @@ class ArrayResolver final : public HookResolver {
  public:
   explicit ArrayResolver(size_t n) : hooks_(n) {}
   EvictionHook& hook(uint32_t ref) const override { return hooks_[ref]; }
+  // Each ref stands for its own key.
+  uint64_t keyHash(uint32_t ref) const override { return (ref + 1) * 0x9E3779B97F4A7C15ull ^ 0x5bd1e995; }
 
  private:
   mutable std::vector<EvictionHook> hooks_;
@@ -88,6 +98,193 @@ TEST(ClockPolicy, AccessedItemsGetASecondChance) {
   EXPECT_EQ(drain(p, 2), (std::vector<uint32_t>{0, 1}));
 }
 
+// The refresh interval follows the eviction age: the defect was that
+// a fixed 1000 ms interval made LRU a FIFO in any cache whose items live less
+// than a second. With ratio 0 (the old rule) the hit below does not move the
+// item and it is evicted next.
+uint32_t nextVictimAfterHitInFastCache(double ratio) {
+  ArrayResolver r(16);
+  LruPolicy p(r, 0, 1000, ratio);
+  for (uint32_t i = 0; i < 10; ++i) p.add(i);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(drain(p, 1), (std::vector<uint32_t>{0}));  // eviction age ~60 ms
+  if (ratio > 0) {
+    EXPECT_LE(p.refreshIntervalMs(), 1000u * ratio);
+    EXPECT_LT(p.refreshIntervalMs(), 60u) << "interval follows the eviction age";
+  } else {
+    EXPECT_EQ(p.refreshIntervalMs(), 1000u);
+  }
+  p.recordAccess(1);
+  return drain(p, 1).at(0);
+}
+
+TEST(LruPolicy, RefreshIntervalFollowsEvictionAge) {
+  EXPECT_EQ(nextVictimAfterHitInFastCache(0.1), 2u) << "the hit moved item 1 to the head";
+  EXPECT_EQ(nextVictimAfterHitInFastCache(0.0), 1u) << "fixed 1 s interval: FIFO";
+}
+
+TEST(LruPolicy, AdaptiveIntervalIsCappedByRefreshMs) {
+  ArrayResolver r(8);
+  LruPolicy p(r, 0, 5, 1.0);
+  for (uint32_t i = 0; i < 4; ++i) p.add(i);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  drain(p, 1);
+  EXPECT_EQ(p.refreshIntervalMs(), 5u);
+}
+
+// ---- S3-FIFO ----
+
+TEST(S3FifoPolicy, OneHitWondersLeaveBeforeItemsHitTwice) {
+  ArrayResolver r(32);
+  S3FifoPolicy p(r, 10);
+  for (uint32_t i = 0; i < 10; ++i) p.add(i);
+  p.recordAccess(3);
+  p.recordAccess(3);  // twice: earns main
+  p.recordAccess(5);  // once: not enough
+  const auto first = drain(p, 8);
+  EXPECT_EQ(std::count(first.begin(), first.end(), 3u), 0);
+  EXPECT_EQ(std::count(first.begin(), first.end(), 5u), 1);
+  EXPECT_EQ(p.mainSize(), 1u);
+  EXPECT_TRUE(p.forEach(nullptr, nullptr));
+}
+
+TEST(S3FifoPolicy, GhostHitEntersMainDirectly) {
+  ArrayResolver r(32);
+  S3FifoPolicy p(r, 10);
+  for (uint32_t i = 0; i < 10; ++i) p.add(i);
+  EXPECT_EQ(drain(p, 1), (std::vector<uint32_t>{0}));  // 0's key goes to the ghost
+  p.add(0);                                              // back: straight to main
+  EXPECT_EQ(p.mainSize(), 1u);
+  p.add(20);  // never seen: small
+  EXPECT_EQ(p.mainSize(), 1u);
+  EXPECT_EQ(p.smallSize(), 10u);
+}
+
+TEST(S3FifoPolicy, MainGivesHitItemsAnotherPassPerHit) {
+  ArrayResolver r(32);
+  S3FifoPolicy p(r, 50);
+  // Three items reach main through the ghost.
+  for (uint32_t i = 0; i < 3; ++i) p.add(i);
+  drain(p, 3);
+  for (uint32_t i = 0; i < 3; ++i) p.add(i);
+  ASSERT_EQ(p.mainSize(), 3u);
+  p.recordAccess(0);
+  p.recordAccess(0);  // frequency 2: survives two passes
+  p.recordAccess(1);  // frequency 1: one pass
+  EXPECT_EQ(drain(p, 3), (std::vector<uint32_t>{2, 1, 0}));
+}
+
+TEST(S3FifoPolicy, HitFrequencySaturatesAtThree) {
+  ArrayResolver r(4);
+  S3FifoPolicy p(r, 10);
+  p.add(0);
+  for (int i = 0; i < 10; ++i) p.recordAccess(0);
+  const uint32_t meta = r.hook(0).meta.load();
+  EXPECT_EQ((meta & S3FifoPolicy::kFreqMask) >> S3FifoPolicy::kFreqShift, 3u);
+  EXPECT_TRUE(meta & EvictionHook::kInList) << "the count did not carry into the flags";
+  EXPECT_FALSE(meta & S3FifoPolicy::kMain);
+}
+
+TEST(GhostQueue, RemembersTheLastCapacityInsertions) {
+  GhostQueue g;
+  g.reserve(100);
+  const size_t cap = g.capacity();
+  for (uint64_t k = 0; k < cap + 50; ++k) g.insert(k * 0x9E3779B97F4A7C15ull);
+  int oldFound = 0, newFound = 0;
+  for (uint64_t k = 0; k < 50; ++k) oldFound += g.take(k * 0x9E3779B97F4A7C15ull);
+  for (uint64_t k = cap; k < cap + 50; ++k) newFound += g.take(k * 0x9E3779B97F4A7C15ull);
+  EXPECT_EQ(oldFound, 0) << "older than capacity insertions: forgotten";
+  EXPECT_GE(newFound, 48) << "recent ones remembered (a probe window may drop a few)";
+  EXPECT_FALSE(g.take(cap * 0x9E3779B97F4A7C15ull)) << "take forgets";
+}
+
+TEST(GhostQueue, GrowingKeepsLiveEntries) {
+  GhostQueue g;
+  g.reserve(64);
+  for (uint64_t k = 1; k <= 40; ++k) g.insert(k * 0xC2B2AE3D27D4EB4Full);
+  g.reserve(1000);
+  int found = 0;
+  for (uint64_t k = 1; k <= 40; ++k) found += g.take(k * 0xC2B2AE3D27D4EB4Full);
+  EXPECT_GE(found, 38);
+}
+
+// ---- W-TinyLFU ----
+
+TEST(FrequencySketch, CountsGrowWithAccessesAndHalveAfterTheSample) {
+  FrequencySketch s(64);  // sample: 640 increments
+  const uint64_t hot = 0x1234567887654321ull, cold = 0x0fedcba987654321ull;
+  EXPECT_EQ(s.estimate(hot), 0u);
+  s.increment(hot);
+  EXPECT_EQ(s.estimate(hot), 1u) << "first sighting: the doorkeeper only";
+  for (int i = 0; i < 9; ++i) s.increment(hot);
+  EXPECT_EQ(s.estimate(hot), 10u);
+  for (int i = 0; i < 20; ++i) s.increment(hot);
+  EXPECT_EQ(s.estimate(hot), 16u) << "4-bit counters stop at 15, + doorkeeper";
+  s.increment(cold);
+  EXPECT_LE(s.estimate(cold), 2u);
+  for (uint64_t k = 0; k < 640; ++k) s.increment(k * 0x9E3779B97F4A7C15ull + 7);
+  EXPECT_EQ(s.resets(), 1u);
+  EXPECT_LE(s.estimate(hot), 8u) << "halved";
+  EXPECT_GE(s.estimate(hot), 6u);
+}
+
+TEST(FrequencySketch, ConcurrentIncrementsAreNotLostBelowSaturation) {
+  FrequencySketch s(1 << 16);
+  const uint64_t key = 0xABCDEF0123456789ull;
+  s.increment(key);  // through the doorkeeper
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) ts.emplace_back([&] { for (int i = 0; i < 3; ++i) s.increment(key); });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(s.estimate(key), 13u);
+}
+
+TEST(WTinyLfuPolicy, FilterKeepsPopularItemsAgainstAScan) {
+  ArrayResolver r(400);
+  WTinyLfuPolicy p(r, 1);
+  for (uint32_t i = 0; i < 100; ++i) p.add(i);
+  for (int round = 0; round < 4; ++round) {
+    for (uint32_t i = 0; i < 10; ++i) p.recordAccess(i);  // 0..9 popular
+  }
+  // A scan of 200 new keys, each evicting one item first (as the cache
+  // does: a slot is freed, then the newcomer added).
+  for (uint32_t i = 100; i < 300; ++i) {
+    drain(p, 1);
+    p.add(i);
+  }
+  std::vector<uint32_t> left;
+  p.forEach([](uint32_t ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &left);
+  for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(std::count(left.begin(), left.end(), i), 1) << "popular " << i;
+  EXPECT_EQ(p.size(), 100u);
+  EXPECT_LE(p.windowSize(), 2u);
+}
+
+TEST(WTinyLfuPolicy, RejectedNewcomersAreOfferedAsRejected) {
+  ArrayResolver r(64);
+  WTinyLfuPolicy p(r, 1);
+  for (uint32_t i = 0; i < 20; ++i) p.add(i);
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t i = 0; i < 19; ++i) p.recordAccess(i);
+  }
+  p.add(40);  // cold newcomer in the window
+  struct Recorder final : EvictionVisitor {
+    Verdict visit(uint32_t ref) override { normal.push_back(ref); return Verdict::kTake; }
+    Verdict visitRejected(uint32_t ref) override { rejected.push_back(ref); return Verdict::kTake; }
+    std::vector<uint32_t> normal, rejected;
+  } v;
+  EXPECT_EQ(p.evict(1, 10, v), 1u);
+  EXPECT_EQ(v.rejected, (std::vector<uint32_t>{40}));
+  EXPECT_TRUE(v.normal.empty());
+}
+
+TEST(WTinyLfuPolicy, SketchGrowsWithTheMembers) {
+  ArrayResolver r(5000);
+  WTinyLfuPolicy p(r, 1);
+  const size_t before = p.metadataBytes();
+  for (uint32_t i = 0; i < 5000; ++i) p.add(i);
+  EXPECT_GT(p.metadataBytes(), before);
+  EXPECT_TRUE(p.forEach(nullptr, nullptr));
+}
+
 class PolicyTest : public ::testing::TestWithParam<std::string> {
  protected:
   PolicyTest() : r_(16) {
@@ -133,14 +330,119 @@ TEST_P(PolicyTest, ForEachDetectsABrokenLink) {
   EXPECT_FALSE(p_->forEach(nullptr, nullptr));
 }
 
+TEST_P(PolicyTest, EveryMemberLeavesExactlyOnce) {
+  for (uint32_t i = 0; i < 16; ++i) p_->add(i);
+  for (uint32_t i = 0; i < 16; i += 3) p_->recordAccess(i);
+  auto all = drain(*p_, 100);
+  std::sort(all.begin(), all.end());
+  std::vector<uint32_t> want(16);
+  for (uint32_t i = 0; i < 16; ++i) want[i] = i;
+  EXPECT_EQ(all, want);
+  EXPECT_EQ(p_->size(), 0u);
+  EXPECT_EQ(p_->evictionAges().count(), 16u);
+}
+
+TEST_P(PolicyTest, StopVerdictEndsTheWalk) {
+  for (uint32_t i = 0; i < 8; ++i) p_->add(i);
+  struct StopAtOnce final : EvictionVisitor {
+    Verdict visit(uint32_t) override { return Verdict::kStop; }
+  } v;
+  EXPECT_EQ(p_->evict(4, 100, v), 0u);
+  EXPECT_EQ(p_->size(), 8u);
+  EXPECT_TRUE(p_->forEach(nullptr, nullptr));
+}
+
+// Hits from several threads (the lock-free path) while another thread adds,
+// removes and evicts: the lists stay whole and membership adds up.
+TEST_P(PolicyTest, ConcurrentHitsDuringChurnKeepListsConsistent) {
+  constexpr uint32_t kRefs = 4096;
+  ArrayResolver r(kRefs);
+  EvictionPolicyOptions o;
+  o.kind = GetParam() == "lru-midpoint" ? "lru" : GetParam();
+  o.lruInsertionPoint = GetParam() == "lru-midpoint" ? 2 : 0;
+  o.lruRefreshMs = 0;
+  auto p = makeEvictionPolicy(o, r);
+  std::vector<std::atomic<bool>> member(kRefs);
+  for (uint32_t i = 0; i < kRefs / 2; ++i) {
+    p->add(i);
+    member[i] = true;
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hitters;
+  for (int t = 0; t < 3; ++t) {
+    hitters.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      while (!stop.load(std::memory_order_relaxed)) p->recordAccess(rng() % kRefs);
+    });
+  }
+  std::mt19937 rng(99);
+  size_t members = kRefs / 2;
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t ref = rng() % kRefs;
+    const unsigned op = rng() % 3;
+    if (op == 0 && !member[ref]) {
+      p->add(ref);
+      member[ref] = true;
+      ++members;
+    } else if (op == 1 && member[ref]) {
+      ASSERT_TRUE(p->remove(ref));
+      member[ref] = false;
+      --members;
+    } else if (op == 2) {
+      TakeAll v;
+      p->evict(2, 16, v);
+      for (uint32_t e : v.taken) {
+        ASSERT_TRUE(member[e]) << e;
+        member[e] = false;
+        --members;
+      }
+    }
+  }
+  stop = true;
+  for (auto& t : hitters) t.join();
+  EXPECT_EQ(p->size(), members);
+  size_t walked = 0;
+  EXPECT_TRUE(p->forEach([](uint32_t, void* c) { ++*static_cast<size_t*>(c); }, &walked));
+  EXPECT_EQ(walked, members);
+  for (uint32_t i = 0; i < kRefs; ++i) {
+    if (!member[i]) EXPECT_EQ(r.hook(i).meta.load() & EvictionHook::kInList, 0u) << i;
+  }
+}
+
 TEST(EvictionPolicyFactory, UnknownKindIsRefused) {
   ArrayResolver r(1);
   EvictionPolicyOptions o;
   o.kind = "random";
-  EXPECT_THROW(makeEvictionPolicy(o, r), std::invalid_argument);
+  try {
+    makeEvictionPolicy(o, r);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'random'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("s3fifo"), std::string::npos) << e.what();
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, PolicyTest, ::testing::Values("lru", "lru-midpoint", "clock"));
+TEST(EvictionPolicyFactory, EveryRegisteredNameMakesItsPolicy) {
+  ArrayResolver r(1);
+  EXPECT_EQ(evictionPolicyNames(), (std::vector<std::string>{"lru", "clock", "s3fifo", "wtinylfu"}));
+  for (const std::string& name : evictionPolicyNames()) {
+    EvictionPolicyOptions o;
+    o.kind = name;
+    EXPECT_EQ(makeEvictionPolicy(o, r)->name(), name);
+  }
+}
+
+TEST(EvictionAgeHistogram, MedianIsTheMiddleBucket) {
+  EvictionAgeHistogram h;
+  EXPECT_EQ(h.medianMs(), 0u);
+  for (int i = 0; i < 3; ++i) h.record(100);  // bucket [64, 128)
+  h.record(5000);
+  h.record(1);
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_EQ(h.medianMs(), 127u);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, PolicyTest, ::testing::Values("lru", "lru-midpoint", "clock", "s3fifo", "wtinylfu"));
 
 // The batch entry points keep the order the one-at-a-time calls give.
 TEST(EvictionPolicyBatch, AddBatchAndAddAndRemoveMatchTheSingleCalls) {

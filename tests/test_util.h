@@ -23,8 +23,13 @@ inline CacheConfig smallDramConfig(uint64_t bytes, const std::string& policy = "
   cfg.allocation.growth_factor = 1.5;
   cfg.index.bucket_power = 16;
   cfg.index.lock_power = 8;
+  // "lru-midpoint" is LRU with insertion point 1; the rest are policy names.
   if (policy == "clock") {
     cfg.eviction.policy = EvictionPolicyKind::kClock;
+  } else if (policy == "s3fifo") {
+    cfg.eviction.policy = EvictionPolicyKind::kS3Fifo;
+  } else if (policy == "wtinylfu") {
+    cfg.eviction.policy = EvictionPolicyKind::kWTinyLfu;
   } else {
     cfg.eviction.policy = EvictionPolicyKind::kLru;
     if (policy == "lru-midpoint") cfg.eviction.lru_insertion_point = 1;

@@ -335,3 +335,52 @@ TEST(TieredCachePlan, AutoTiersOnThisMachineAreDramThenEmulatedPmem) {
 
 }  // namespace
 }  // namespace tiercache
+
+namespace tiercache {
+namespace {
+
+// eviction.demote_rejected: what W-TinyLFU's filter (or S3-FIFO's small
+// queue) turns away in DRAM goes to PMEM (true) or is dropped (false).
+// A working set read three times, then a one-pass scan of new keys: the
+// filter rejects the scan's keys in DRAM.
+struct RejectedRun {
+  uint64_t demotions = 0;
+  uint64_t scanHeld = 0;  // scan keys still found anywhere
+};
+
+RejectedRun runRejected(const std::string& policy, bool demoteRejected) {
+  CacheConfig cfg = test::smallDramConfig(4 << 20, policy, 64 << 10);
+  TierConfig pmem;
+  pmem.name = "pmem";
+  pmem.kind = TierKind::kPmemFile;
+  pmem.size = 16 << 20;
+  pmem.path = "/dev/shm";
+  cfg.tiers.push_back(pmem);
+  cfg.allocation.max_size = 64 << 10;
+  cfg.promotion.enabled = false;
+  cfg.eviction.demote_rejected = demoteRejected;
+  Cache cache(cfg);
+  auto k = [](int i) { return "key:" + std::to_string(i); };
+  for (int i = 0; i < 6000; ++i) cache.set(k(i), test::makeValue(k(i), 0, 400));
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 6000; ++i) (void)cache.get(k(i));
+  }
+  for (int i = 100000; i < 106000; ++i) cache.set(k(i), test::makeValue(k(i), 0, 400));
+  RejectedRun out;
+  out.demotions = cache.stats().demotions;
+  for (int i = 100000; i < 106000; ++i) out.scanHeld += cache.get(k(i)).has_value();
+  EXPECT_EQ(cache.checkConsistency(), "");
+  return out;
+}
+
+TEST(TieredCache, RejectedItemsAreDemotedOrDroppedAsConfigured) {
+  for (const char* policy : {"wtinylfu", "s3fifo"}) {
+    const RejectedRun demote = runRejected(policy, true);
+    const RejectedRun drop = runRejected(policy, false);
+    EXPECT_GT(demote.demotions, drop.demotions) << policy;
+    EXPECT_GT(demote.scanHeld, drop.scanHeld) << policy << ": demoted scan keys live on in PMEM";
+  }
+}
+
+}  // namespace
+}  // namespace tiercache

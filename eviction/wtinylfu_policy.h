@@ -1,0 +1,76 @@
+// WTinyLfuPolicy: W-TinyLFU (Einziger, Friedman, Manes; Caffeine's policy)
+// per (tier, pool, class).
+//
+// New items enter a small window (~1% of the members); the window's victim
+// is admitted to the main area only if the frequency sketch says its key is
+// more popular than main's victim, else it is the one evicted. Main is an
+// SLRU: admitted items enter `probation`; a hit item found at probation's
+// tail moves to `protected` (<= 80% of main), whose overflow goes back to
+// probation.
+//
+// Hit path, no lock: the hook's kAccessed bit (set once, like CLOCK) and,
+// when the bit was clear, a lock-free sketch increment of the key hash (so
+// the sketch counts passes with a hit, not hits; repeated hits are a load). The LRU orders of window and
+// protected are approximated by second chances at eviction time (an accessed
+// tail item goes back to the head), which is what keeps hits lock-free.
+//
+// The sketch is sized from the members (re-made twice as big when they
+// outgrow it; old sketches are kept until the policy dies, since a hit may
+// still be reading one: memory at most 2x the last).
+//
+// Meta bits: 31 kInList, 30 kAccessed, 28..29 segment (window, probation,
+// protected), 0..27 insertion time in ms modulo 2^28 (eviction age only).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "eviction_policy.h"
+#include "frequency_sketch.h"
+#include "intrusive_list.h"
+
+namespace tiercache {
+
+class WTinyLfuPolicy final : public EvictionPolicy {
+ public:
+  static constexpr uint32_t kSegShift = 28;
+  static constexpr uint32_t kSegMask = 3u << kSegShift;
+  static constexpr uint32_t kTimeMask = (1u << 28) - 1;
+  enum Segment : uint32_t { kWindow = 0, kProbation = 1, kProtected = 2 };
+  static constexpr uint32_t kProtectedPercent = 80;  // of main
+
+  WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent);
+
+  void add(uint32_t ref) override;
+  bool remove(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override;
+  size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
+  size_t size() const override;
+  const char* name() const override { return "wtinylfu"; }
+  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+  size_t metadataBytes() const override;
+
+  // Frequency estimate of a member's key (tests, diagnostics).
+  uint32_t estimate(uint32_t ref) const;
+  size_t windowSize() const;
+
+ private:
+  IntrusiveList& listOf(uint32_t meta);
+  void moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head);
+  void growSketchLocked();
+  // Main's victim after second chances (probation first), or kNullRef.
+  uint32_t mainVictimLocked(size_t& moves);
+
+  const HookResolver& r_;
+  const uint32_t windowPercent_;
+  mutable std::mutex lock_;
+  IntrusiveList window_;
+  IntrusiveList probation_;
+  IntrusiveList protected_;
+  std::atomic<FrequencySketch*> sketch_;
+  std::vector<std::unique_ptr<FrequencySketch>> sketches_;  // all made; the last is current
+};
+
+}  // namespace tiercache
