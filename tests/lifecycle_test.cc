@@ -19,6 +19,7 @@
 #include <random>
 
 #include "allocator/cache.h"
+#include "allocator/expiry.h"
 #include "persistent_test_util.h"
 #include "test_util.h"
 
@@ -114,6 +115,34 @@ TEST(Lifecycle, DeadlineIsRoundedUpAndReported) {
   EXPECT_FALSE(cache.find("n").expiresAt().has_value());
   ASSERT_TRUE(cache.set("neg", "v", -1s));
   EXPECT_FALSE(cache.find("neg")) << "a negative TTL stores an expired item";
+}
+
+TEST(Lifecycle, ExpiryClockRoundsUpAndLastsUntil2156) {
+  const Clock::time_point t = Clock::time_point(std::chrono::seconds(1'800'000'000)) + 300ms;
+  const uint32_t now = expirySeconds(t);
+  EXPECT_EQ(now, 1'800'000'000u - 1'577'836'800u);
+  EXPECT_EQ(expiryDeadline(t, 0s), 0u) << "0s = never";
+  EXPECT_EQ(expiryDeadline(t, 1s), now + 2) << "rounded up: lives at least 1 s";
+  EXPECT_EQ(expiryDeadline(Clock::time_point(std::chrono::seconds(1'800'000'000)), 1s), now + 1);
+  EXPECT_LE(expiryDeadline(t, -5s), now) << "a negative TTL is already past";
+  EXPECT_GE(expiryDeadline(t, -5s), 1u);
+  EXPECT_EQ(expiryDeadline(t, std::chrono::hours(24 * 365 * 200)), 0u) << "past 2156: never";
+  // The last representable deadline is in February 2156.
+  const auto last = expiryTimePoint(std::numeric_limits<uint32_t>::max());
+  const auto year = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(last)).year();
+  EXPECT_EQ(static_cast<int>(year), 2156);
+  EXPECT_EQ(expirySeconds(kExpiryEpoch - 10s), 0u);
+  LiveCheck live{now, 0};
+  Item item{};
+  item.expiry = now;
+  EXPECT_TRUE(live.dead(item)) << "dead from its deadline second on";
+  item.expiry = now + 1;
+  EXPECT_FALSE(live.dead(item));
+  item.expiry = 0;
+  EXPECT_FALSE(live.dead(item));
+  item.setSeq(5);
+  EXPECT_TRUE((LiveCheck{now, 6}).dead(item)) << "stored before the flush";
+  EXPECT_FALSE((LiveCheck{now, 5}).dead(item));
 }
 
 TEST(Lifecycle, ExpiredItemIsNeverServedInRealTime) {
@@ -677,6 +706,19 @@ TEST_F(LifecyclePersistentTest, CleanRestartDropsWhatExpiredWhileDown) {
     fill(cache, n);
   }
   checkReopened(n, t0);
+}
+
+TEST_F(LifecyclePersistentTest, AddCasAndTouchWriteDurablyUnderDurableSets) {
+  // Regression: add/compareAndSwap/touch used to allocate in DRAM even
+  // with durable_sets, so an acknowledged write was lost by a crash.
+  Cache cache(test::persistentConfig(pool_, true));
+  ASSERT_TRUE(cache.add("a", "1", 100s));
+  EXPECT_EQ(cache.find("a").tier(), 1u);
+  ASSERT_TRUE(cache.set("c", "1"));
+  EXPECT_EQ(cache.compareAndSwap("c", cache.find("c").casToken(), "2", 100s), CasResult::kStored);
+  EXPECT_EQ(cache.find("c").tier(), 1u);
+  ASSERT_TRUE(cache.touch("c", 200s));
+  EXPECT_EQ(cache.find("c").tier(), 1u);
 }
 
 TEST_F(LifecyclePersistentTest, KillNineRestartDropsWhatExpiredWhileDown) {
