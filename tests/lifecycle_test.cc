@@ -336,7 +336,7 @@ TEST(Lifecycle, CasCounterFromSeveralThreadsEndsExact) {
   CallbackLog log;
   Cache cache(test::smallDramConfig(4 << 20), hooksWith(nullptr, &log));
   ASSERT_TRUE(cache.set("counter", "0"));
-  constexpr int kThreads = 4, kIncrements = 5000;
+  constexpr int kThreads = 4, kIncrements = 2000;
   std::atomic<uint64_t> retries{0};
   std::atomic<int> ready{0};
   std::vector<std::thread> ts;
