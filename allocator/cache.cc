@@ -13,7 +13,9 @@
 #include "access_index.h"
 #include "cache_internal.h"
 #include "cache_persistence.h"
+#include "expiry.h"
 #include "item.h"
+#include "item_reaper.h"
 #include "movers.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
@@ -78,15 +80,26 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                          firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
-  movers_ = std::make_unique<Movers>(MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_});
+  movers_ = std::make_unique<Movers>(
+      MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
   recoverPersistentTiers();
   movers_->start();
+  reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
+                                         std::chrono::milliseconds(config_.reaper.interval_ms),
+                                         [this](uint64_t begin, uint64_t end) {
+                                           ItemReaper::Slice s;
+                                           s.scanned = reapSome(begin, end, s.reaped);
+                                           return s;
+                                         });
+  if (config_.reaper.enabled) reaper_->start();
 }
 
 // Background threads stop first; then the persistent tiers are closed
 // cleanly; then members go in reverse order: index and allocators before
 // the tiers whose memory they point into.
 Cache::~Cache() {
+  closing_.store(true, std::memory_order_relaxed);
+  reaper_->stop();
   movers_->stop();
   closePersistentTiers();
 }
@@ -109,11 +122,19 @@ size_t Cache::maxValueSize(size_t keySize) const {
   return largest > overhead ? std::min<size_t>(largest - overhead, Item::kMaxValueSize) : 0;
 }
 
-ReadHandle Cache::find(std::string_view key) {
+ReadHandle Cache::find(std::string_view key) { return findHashed(key, hashKey(key)); }
+
+ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   counters_->gets.add();
   Item* item = nullptr;
-  const CompressedRef ref = index_->acquire(key, hashKey(key), item);
+  const CompressedRef ref = index_->acquire(key, hash, item);
   if (!ref) return {};
+  if (isExpired(*item)) {
+    // A miss; the read reclaims the dead item rather than leave it for the reaper.
+    ReadHandle pin(this, item, ref);
+    dropExpired(item, ref);
+    return {};
+  }
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
@@ -128,6 +149,19 @@ std::optional<std::string> Cache::get(std::string_view key) {
 }
 
 WriteHandle Cache::allocate(std::string_view key, size_t valueSize) { return allocate(0, key, valueSize); }
+
+WriteHandle Cache::allocate(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  return allocate(0, key, valueSize, ttl, flags);
+}
+
+WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  WriteHandle h = allocate(pool, key, valueSize);
+  if (h) {
+    h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+    h.item()->flags = flags;
+  }
+  return h;
+}
 
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
@@ -173,32 +207,25 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   return WriteHandle(this, item, ref);
 }
 
-bool Cache::insertOrReplace(WriteHandle&& handle) {
-  if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
-  WriteHandle h = std::move(handle);
-  Item* item = h.item();
-  const CompressedRef ref = h.ref();
-  item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
-  if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
-  bool ownedOld = false;
-  const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
-  AllocationClass* ac = table_->owner(ref);
-  if (ownedOld && table_->owner(old) == ac) {
-    // The common replace: old and new in one class, one policy-lock hold.
-    ac->policy().addAndRemove(ref.raw(), old.raw());
-    ac->pushFree(old);
-  } else {
-    ac->policy().add(ref.raw());
-    if (ownedOld) freeOwned(old);
+WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocate(key, valueSize);
+  if (h) {
+    if (ttl != Ttl::zero()) {
+      h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+    }
+    h.item()->flags = flags;
   }
-  counters_->inserts.add();
-  if (old) counters_->replaces.add();
-  return static_cast<bool>(old);
+  return h;
 }
 
-bool Cache::set(std::string_view key, std::string_view value) {
+bool Cache::insertOrReplace(WriteHandle&& handle) {
+  if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
+  return publish(std::move(handle), InsertCondition{}, true).existed;
+}
+
+bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
   counters_->sets.add();
-  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, value.size()) : allocate(key, value.size());
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     counters_->setFailures.add();
     return false;
@@ -210,10 +237,18 @@ bool Cache::set(std::string_view key, std::string_view value) {
 
 bool Cache::remove(std::string_view key) {
   bool owned = false;
-  const CompressedRef ref = index_->remove(key, hashKey(key), owned);
+  bool pinned = false;
+  const CompressedRef ref = index_->remove(key, hashKey(key), owned, &pinned);
   if (!ref) return false;
-  counters_->removes.add();
+  Item* item = table_->item(ref);
+  // Pinned (or owned), the item stays readable for the callback. Neither:
+  // a slab release had claimed it and reports it.
+  const bool dead = (pinned || owned) && isExpired(*item);
+  if (pinned || owned) notifyRemoved(*item, dead ? RemoveCause::kExpired : RemoveCause::kRemoved);
+  if (pinned) release(item, ref);
   if (owned) freeOwned(ref);
+  if (dead) return false;  // an expired key was already absent
+  counters_->removes.add();
   return true;
 }
 
@@ -304,6 +339,18 @@ CacheStats Cache::stats() const {
     s.tiers.push_back(std::move(ts));
   }
   movers_->addStats(s);
+  s.expired = c.expired.load(std::memory_order_relaxed);
+  if (reaper_) {
+    const ReaperStats r = reaper_->stats();
+    s.reaped = r.reaped;
+    s.reaper_runs = r.runs;
+    s.reaper_scanned = r.scanned;
+    s.reaper_sweeps = r.sweeps;
+  }
+  s.expired_at_recovery = c.expiredAtRecovery;
+  s.remove_callbacks = c.removeCallbacks.load(std::memory_order_relaxed);
+  s.conditional_failures = c.conditionalFailures.load(std::memory_order_relaxed);
+  s.flushes = c.flushes.load(std::memory_order_relaxed);
   s.recovered_items = c.recoveredItems;
   s.discarded_items = c.discardedItems;
   s.recovery_seconds = c.recoverySeconds;
@@ -316,10 +363,16 @@ CacheStats Cache::stats() const {
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
   movers_->stop();
+  reaper_->stop();
   struct Restart {
     Movers& m;
-    ~Restart() { m.start(); }
-  } restart{*movers_};
+    ItemReaper& r;
+    bool reaperOn;
+    ~Restart() {
+      m.start();
+      if (reaperOn) r.start();
+    }
+  } restart{*movers_, *reaper_, config_.reaper.enabled};
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

@@ -83,6 +83,7 @@ int Cache::firstPersistentTier() const {
 
 void Cache::recoverPersistentTiers() {
   const auto t0 = std::chrono::steady_clock::now();
+  const uint32_t recoveryNow = nowSeconds();
   for (size_t t = 0; t < tiers_.size(); ++t) {
     auto* pt = dynamic_cast<PersistentTier*>(tiers_[t].get());
     if (!pt) continue;
@@ -114,6 +115,19 @@ void Cache::recoverPersistentTiers() {
           const bool plausible = need <= ac.allocSize();
           const bool committed =
               plausible && item->checksum != 0 && item->checksum == persistence_->checksumAt(item, ref);
+                    // Expired while the cache was down: dropped (no callback: the
+          // cache is not built yet), its slot freed and made durable.
+          if (committed && item->expiry != 0 && item->expiry <= recoveryNow) {
+            // Its sequence number stays used: a later copy must order after it.
+            if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
+              nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
+            }
+            ++counters_->expiredAtRecovery;
+            dirty = true;
+            item->checksum = 0;
+            ac.pushFree(ref);
+            continue;
+          }
           if (committed) {
             item->state.store(0, std::memory_order_relaxed);
             item->hook.meta.store(0, std::memory_order_relaxed);
@@ -124,6 +138,7 @@ void Cache::recoverPersistentTiers() {
                 nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
               }
               ac.policy().add(ref.raw());
+              if (item->expiry != 0) deadlinesSeen_.store(true, std::memory_order_relaxed);
               ++counters_->recoveredItems;
               if (loser) {
                 // An older committed copy of the key, found earlier in the

@@ -1,6 +1,7 @@
 // Moving items between tiers: demotion on eviction, promotion of hot items,
 // and the movers' side of the background workers. See docs/design.md,
 // "Movers".
+#include <algorithm>
 #include "movers.h"
 
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "access_index.h"
 #include "cache_persistence.h"
+#include "expiry.h"
 #include "item.h"
 #include "slab_allocator.h"
 
@@ -35,6 +37,7 @@ struct Movers::Batch {
   CompressedRef dst[kMaxBatch];  // lower-tier slot, or null: drop
   uint64_t hash[kMaxBatch];
   bool swapped[kMaxBatch];
+  bool dead[kMaxBatch];  // expired or flushed: dropped, reported as expired
   size_t count = 0;
 };
 
@@ -43,23 +46,27 @@ struct Movers::Batch {
 // drop it (the last tier, no demotion, or an item not worth keeping).
 class Movers::ClaimVisitor final : public EvictionVisitor {
  public:
-  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote, bool demoteRejected)
-      : table_(table), batch_(batch), demote_(demote), demoteRejected_(demoteRejected) {}
+  // live: what counts as dead now; deadOnly: claim dead items only (the
+  // first pass of a walk, so dead items go before live ones).
+  ClaimVisitor(const SlabTable& table, Batch& batch, bool demote, bool demoteRejected, const LiveCheck& live,
+               bool deadOnly)
+      : table_(table), batch_(batch), demote_(demote), demoteRejected_(demoteRejected), live_(live),
+        deadOnly_(deadOnly) {}
   Verdict visit(uint32_t ref) override { return claim(ref, false); }
   // eviction.demote_rejected: what the policy turned away may skip the tier below.
   Verdict visitRejected(uint32_t ref) override { return claim(ref, !demoteRejected_); }
 
  private:
-  // An item that should leave the cache rather than take a lower-tier slot
-  // (none yet; an expired item will be).
-  static bool dropInsteadOfMove(const Item&) { return false; }
-
   Verdict claim(uint32_t ref, bool dropIt) {
     Item* item = table_.item(CompressedRef(ref));
+    // A dead item would waste a lower-tier slot: it is dropped, never moved.
+    const bool dead = live_.dead(*item);
+    if (deadOnly_ && !dead) return Verdict::kSkip;
     if (!item->tryMarkMoving(false)) return Verdict::kSkip;
     const size_t i = batch_.count++;
     batch_.src[i] = CompressedRef(ref);
-    batch_.drop[i] = !demote_ || dropIt || dropInsteadOfMove(*item);
+    batch_.dead[i] = dead;
+    batch_.drop[i] = !demote_ || dropIt || dead;
     return Verdict::kTake;
   }
 
@@ -67,6 +74,8 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
   Batch& batch_;
   const bool demote_;
   const bool demoteRejected_;
+  const LiveCheck& live_;
+  const bool deadOnly_;
 };
 
 
@@ -108,6 +117,7 @@ Movers::Movers(const MoverParts& parts)
       index_(parts.index),
       hash_(parts.hash),
       persistence_(parts.persistence),
+      fate_(parts.fate),
       queue_(parts.config.promotion.queue_size),
       limiter_(parts.config.promotion.max_per_sec) {
   const BackgroundEvictionConfig& be = config_.background_eviction;
@@ -184,9 +194,13 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   }
   // The same batch code as the evictor's, with a small batch: one slot comes
   // back here, the rest go to the free list for the next allocations.
+  // The batch is at most 1/64 of the class, so a class of few large slots
+  // is never emptied to make room for one item.
+  const size_t batch =
+      background ? 1 : std::clamp<size_t>(ac.slabCount() * ac.slotsPerSlab() / 64, 1, kForegroundBatch);
   for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
     SlotSink sink{&ref, 1, 0};
-    evictInto(ac, background ? 1 : kForegroundBatch, &sink, background);
+    evictInto(ac, batch, &sink, background);
     if (!ref) ref = ac.popFree();  // freed by a reader's release or another thread
   }
   return ref;
@@ -220,12 +234,20 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
   AllocationClass* lower = demote ? &allocs_[tier + 1]->cls(ac.pool(), ac.id()) : nullptr;
   size_t done = 0;
   Batch b;
+  // Dead items in the scan window go before live ones (once any item has
+  // had a deadline or a flush happened); one clock read per walk.
+  bool deadFirst = fate_.deadlinesSeen();
+  const LiveCheck live = deadFirst ? fate_.liveCheck() : LiveCheck{};
   while (done < n) {
     // 1. Claim up to a batch at the cold end: one policy-lock hold.
     b.count = 0;
     const size_t want = std::min(n - done, kMaxBatch);
-    ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected);
-    if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) break;
+    ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected, live, deadFirst);
+    if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) {
+      if (!deadFirst) break;
+      deadFirst = false;  // no dead item in the window: live ones now
+      continue;
+    }
     done += moveBatch(ac, lower, b, sink, background);
   }
   return done;
@@ -276,7 +298,8 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   size_t nAdded = 0, moved = 0, aborted = 0;
   for (size_t i = 0; i < k; ++i) {
     if (b.drop[i]) {
-      index_.unlinkExact(b.src[i], b.hash[i]);
+      // Unlinked here, reported here (kMoving keeps the item readable).
+      if (index_.unlinkExact(b.src[i], b.hash[i])) fate_.notifyDropped(*table_.item(b.src[i]), b.dead[i]);
       continue;
     }
     b.swapped[i] = index_.replaceExact(b.src[i], b.dst[i], table_.item(b.dst[i]), b.hash[i]);
@@ -353,9 +376,12 @@ bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool i
   AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
   std::vector<CompressedRef> claimed;
   const uint32_t slab = donor.releaseSlab(claimed);
+  const LiveCheck live = fate_.deadlinesSeen() ? fate_.liveCheck() : LiveCheck{};
   for (CompressedRef ref : claimed) {
     Item* item = table_.item(ref);
     if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_.unlinkExact(ref, hash_(item->key()));
+    // Claimed items cannot be pinned, so whoever unlinked it left the report here.
+    fate_.notifyDropped(*item, live.dead(*item));
   }
   donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
   if (slab == CompressedRef::kNull) {
@@ -390,6 +416,7 @@ void Movers::noteLowerTierHit(Item* item, CompressedRef ref) {
 bool Movers::promote(Item* item, CompressedRef ref) {
   const uint32_t tier = table_.tierOf(ref);
   if (tier == 0) return false;
+  if (fate_.deadlinesSeen() && fate_.liveCheck().dead(*item)) return false;  // dead items are never promoted
   // Checked again at move time, not only when the key was queued: the key
   // may have been set durably since, into the persistent tier.
   if (config_.persistence.durable_sets && table_.persistent(ref)) {

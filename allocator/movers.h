@@ -29,6 +29,7 @@
 #include "cache_config.h"
 #include "cache_stats.h"
 #include "compressed_ref.h"
+#include "item_fate.h"
 
 namespace tiercache {
 
@@ -74,6 +75,7 @@ struct MoverCounters {
 
 using MoverHashFn = uint64_t (*)(std::string_view key);
 
+
 // What the movers work on; every reference outlives the Movers.
 struct MoverParts {
   const CacheConfig& config;
@@ -82,6 +84,7 @@ struct MoverParts {
   AccessIndex& index;
   MoverHashFn hash;
   CachePersistence& persistence;
+  ItemFate& fate;
 };
 
 class Movers final : public BackgroundTarget {
@@ -121,7 +124,8 @@ class Movers final : public BackgroundTarget {
   // slots in one class-lock hold, added below in one policy-lock hold, their
   // slots freed in one class-lock hold.
   static constexpr size_t kMaxBatch = 32;
-  // The batch an allocation that found no free slot evicts itself.
+  // The batch an allocation that found no free slot evicts itself (at
+  // most 1/64 of the class).
   static constexpr size_t kForegroundBatch = 8;
 
   struct Batch;
@@ -158,6 +162,7 @@ class Movers final : public BackgroundTarget {
   AccessIndex& index_;
   const MoverHashFn hash_;
   CachePersistence& persistence_;
+  ItemFate& fate_;
 
   MoverCounters counters_;
   // Per flat class: allocSuccess when its evictor last looked (usage()).

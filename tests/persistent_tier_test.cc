@@ -306,7 +306,9 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   const std::vector<Case> cases = {
       {"signature", offsetof(PoolHeader, signature), {'X'}, "not a tiercache pool: no TIERCACHE signature"},
       {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (3)"},
-      {"commit key", offsetof(PoolHeader, commitKey), {0x01}, "header is corrupted: checksum mismatch"},
+      // Empty bytes: flip the byte there (the commit key is random: a fixed
+      // byte would match it one time in 256).
+      {"commit key", offsetof(PoolHeader, commitKey), {}, "header is corrupted: checksum mismatch"},
       {"header size", offsetof(PoolHeader, headerSize), {1}, "header is corrupted: header size 1"},
       {"slab size", offsetof(PoolHeader, slabSize) + 2, {0x55}, "header is corrupted: checksum mismatch"},
       {"fingerprint", offsetof(PoolHeader, fingerprint), {0xEE}, "header is corrupted: checksum mismatch"},
@@ -315,7 +317,9 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     const std::string saved = readFile(pool(), m.header, sizeof(PoolHeader));
-    writeFile(pool(), m.header + c.offset, c.bytes.data(), c.bytes.size());
+    std::vector<unsigned char> bytes = c.bytes;
+    if (bytes.empty()) bytes.push_back(static_cast<unsigned char>(saved[c.offset] ^ 0xFF));
+    writeFile(pool(), m.header + c.offset, bytes.data(), bytes.size());
     expectRefused(cfg, fp(7), c.reason);
     writeFile(pool(), m.header, saved.data(), saved.size());
     PersistentPmemTier ok(cfg, kSlab, fp(7));  // restored: opens again
