@@ -13,7 +13,12 @@
 namespace tiercache::server {
 namespace {
 
-ParseResult parse(const std::string& line, Request& r) { return parseLine(line, r); }
+// The Request points into the line: keep the last one alive until the next parse.
+ParseResult parse(const std::string& line, Request& r) {
+  static std::string kept;
+  kept = line;
+  return parseLine(kept, r);
+}
 
 TEST(ServerProtocol, StorageLine) {
   Request r;
