@@ -66,7 +66,12 @@ WriteHandle allocateItem(Cache& c, std::string_view key, size_t size, seconds tt
   return c.allocate(key, size, ttl, flags);
 }
 bool insertIfAbsent(Cache& c, WriteHandle&& w) { return c.insert(std::move(w)); }
-bool addValue(Cache& c, std::string_view key, std::string_view v, seconds ttl) { return c.add(key, v, ttl); }
+bool addValue(Cache& c, std::string_view key, std::string_view v, seconds ttl, uint32_t flags) {
+  return c.add(key, v, ttl, flags);
+}
+bool setValue(Cache& c, std::string_view key, std::string_view v, seconds ttl, uint32_t flags) {
+  return c.set(key, v, ttl, flags);
+}
 Stored compareAndSwap(Cache& c, std::string_view key, uint64_t token, std::string_view v, seconds ttl, uint32_t flags) {
   return fromCas(c.compareAndSwap(key, token, v, ttl, flags));
 }
@@ -85,7 +90,8 @@ uint64_t casOf(const ReadHandle&) { return 0; }
 std::optional<system_clock::time_point> expiresAtOf(const ReadHandle&) { return std::nullopt; }
 WriteHandle allocateItem(Cache& c, std::string_view key, size_t size, seconds, uint32_t) { return c.allocate(key, size); }
 bool insertIfAbsent(Cache&, WriteHandle&&) { unreachable(); }
-bool addValue(Cache&, std::string_view, std::string_view, seconds) { unreachable(); }
+bool addValue(Cache&, std::string_view, std::string_view, seconds, uint32_t) { unreachable(); }
+bool setValue(Cache& c, std::string_view key, std::string_view v, seconds, uint32_t) { return c.set(key, v); }
 Stored compareAndSwap(Cache&, std::string_view, uint64_t, std::string_view, seconds, uint32_t) { unreachable(); }
 bool touchKey(Cache&, std::string_view, seconds) { unreachable(); }
 ReadHandle peekKey(Cache& c, std::string_view key) { return c.find(key); }
@@ -283,34 +289,40 @@ void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
   out.add("END\r\n");
 }
 
-WriteHandle CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c) {
+bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {
   if (r.valueBytes > config_.max_item_size) {
     c.add(c.store_too_large);
     // memcached answers this even with noreply, so that the client learns why.
     out.add("SERVER_ERROR object too large for cache\r\n");
-    return {};
+    return false;
   }
   if (!supported(r)) {
     out.add(kNotSupported);
-    return {};
+    return false;
   }
   const bool meta = r.command == Command::kMetaSet;
   auto ttl = ttlFromExptime(meta ? r.meta.ttl : r.exptime, nowUnix());
+  if (cache_.config().persistence.durable_sets) {
+    value.buffered = true;
+    value.copy.resize(r.valueBytes);  // bounded by max_item_size
+    return true;
+  }
   // The value is read straight into the item that will hold it, which
   // carries its TTL and flags from the start.
-  WriteHandle h = allocateItem(cache_, r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
-                               meta ? r.meta.clientFlags : r.clientFlags);
-  if (!h) {
+  value.item = allocateItem(cache_, r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
+                            meta ? r.meta.clientFlags : r.clientFlags);
+  if (!value.item) {
     c.add(c.store_no_memory);
     out.add("SERVER_ERROR out of memory storing object\r\n");
+    return false;
   }
-  return h;
+  return true;
 }
 
-void CommandHandler::finishStore(const Request& r, WriteHandle&& w, ReplySink& out, WorkerCounters& c) {
+void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c) {
   c.add(c.cmd_set);
   const std::string_view key = r.keys[0];
-  const std::string_view data(w.data(), w.size());
+  const std::string_view data = value.view();
   const bool meta = r.command == Command::kMetaSet;
   const MetaFlags& m = r.meta;
   uint32_t flags = meta ? m.clientFlags : r.clientFlags;
@@ -348,7 +360,16 @@ void CommandHandler::finishStore(const Request& r, WriteHandle&& w, ReplySink& o
         result = Stored::kStored;
         break;
       }
-      cache_.insertOrReplace(std::move(w));
+      if (value.buffered) {
+        result = setValue(cache_, key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored;
+        if (result != Stored::kStored) {
+          c.add(c.store_no_memory);
+          out.add("SERVER_ERROR out of memory storing object\r\n");
+          return;
+        }
+        break;
+      }
+      cache_.insertOrReplace(std::move(value.item));
       result = Stored::kStored;
       break;
     case Mode::kAdd:
@@ -356,7 +377,8 @@ void CommandHandler::finishStore(const Request& r, WriteHandle&& w, ReplySink& o
         result = peekKey(cache_, key) ? Stored::kNotStored : Stored::kStored;
         break;
       }
-      result = insertIfAbsent(cache_, std::move(w)) ? Stored::kStored : Stored::kNotStored;
+      result = value.buffered ? (addValue(cache_, key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored)
+                              : insertIfAbsent(cache_, std::move(value.item)) ? Stored::kStored : Stored::kNotStored;
       break;
     case Mode::kReplace:
     case Mode::kCas: {
@@ -611,7 +633,7 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
     auto create = ttlFromExptime(m.vivifyTtl, nowUnix());
     char buf[24];
     auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), m.initial);
-    if (create && addValue(cache_, key, std::string_view(buf, p - buf), *create)) {
+    if (create && addValue(cache_, key, std::string_view(buf, p - buf), *create, 0)) {
       v = m.initial;
       ReadHandle h = peekKey(cache_, key);
       cas = h ? casOf(h) : 0;

@@ -78,6 +78,17 @@ struct ServerState {
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
 };
 
+// Where a storage request's value is read to: straight into the item that
+// will hold it, or (durable_sets, whose items the Cache places in the
+// persistent tier only through its copying set()) into a buffer first.
+struct PendingValue {
+  WriteHandle item;
+  std::string copy;
+  bool buffered = false;
+  char* data() { return buffered ? copy.data() : item.data(); }
+  std::string_view view() const { return buffered ? std::string_view(copy) : std::string_view(item.data(), item.size()); }
+};
+
 // What the connection does after a request.
 enum class Next : uint8_t { kContinue, kClose };
 
@@ -89,11 +100,11 @@ class CommandHandler {
   Next execute(const Request& r, ReplySink& out, WorkerCounters& c);
 
   // Storage requests, in two steps around reading the value. beginStore
-  // returns the item the value is to be read into (its data(), valueBytes
-  // long); when it is empty, the reply is already written and the value is
-  // to be discarded. finishStore publishes it as the command says.
-  WriteHandle beginStore(const Request& r, ReplySink& out, WorkerCounters& c);
-  void finishStore(const Request& r, WriteHandle&& value, ReplySink& out, WorkerCounters& c);
+  // prepares where the value is to be read (value.data(), valueBytes long);
+  // when it returns false, the reply is already written and the value is to
+  // be discarded. finishStore publishes it as the command says.
+  bool beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value);
+  void finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c);
 
   // Removes every item (flush_all now, or a delayed one that came due).
   void flushAll();

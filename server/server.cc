@@ -120,7 +120,7 @@ struct Connection final : ReplySink {
   State state = State::kLine;
   std::string line;   // the current request line; req's views point into it
   Request req;
-  WriteHandle value;  // the item a value is being read into
+  PendingValue value;  // where a value is being read to
   uint64_t filled = 0;
   uint64_t remaining = 0;  // kSwallow: bytes still to discard
   char trailer[2] = {};
@@ -224,7 +224,7 @@ void Worker::open(int fd, std::string peer) {
 void Worker::close(Connection* c, const char* why) {
   if (verbose_) logLine("closing " + c->peer + ": " + why);
   conns_.erase(c);
-  c->value = WriteHandle();
+  c->value = PendingValue();
   bufferevent_free(c->bev);  // frees queued output, releasing pinned values
   delete c;
   state_.currConnections.fetch_sub(1);
@@ -296,7 +296,7 @@ bool Worker::processOne(Connection* c) {
       const uint64_t want = c->req.valueBytes;
       if (c->filled < want) {
         const size_t n = std::min<uint64_t>(want - c->filled, avail);
-        evbuffer_remove(in, c->value.data() + c->filled, n);
+        evbuffer_remove(in, c->value.data() + c->filled, n);  // straight into the item
         c->filled += n;
         counters.add(counters.bytes_read, n);
         if (c->filled < want) return false;
@@ -309,13 +309,13 @@ bool Worker::processOne(Connection* c) {
       }
       c->state = Connection::State::kLine;
       if (c->trailer[0] != '\r' || c->trailer[1] != '\n') {
-        c->value = WriteHandle();
+        c->value = PendingValue();
         counters.add(counters.protocol_errors);
         c->add("CLIENT_ERROR bad data chunk\r\n");
         return true;
       }
       handler_.finishStore(c->req, std::move(c->value), *c, counters);
-      c->value = WriteHandle();
+      c->value = PendingValue();
       return true;
     }
     case Connection::State::kLine:
@@ -362,8 +362,8 @@ bool Worker::processOne(Connection* c) {
     return true;
   }
   if (isStorage(c->req.command)) {
-    c->value = handler_.beginStore(c->req, *c, counters);
-    if (!c->value) {
+    c->value = PendingValue();
+    if (!handler_.beginStore(c->req, *c, counters, c->value)) {
       c->state = Connection::State::kSwallow;
       c->remaining = c->req.valueBytes + 2;
     } else {
