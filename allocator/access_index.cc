@@ -51,30 +51,49 @@ CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& i
 }
 
 CompressedRef AccessIndex::insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld) {
-  ownedOld = false;
+  const InsertOutcome out = insertIf(ref, item, hash, InsertCondition{});
+  ownedOld = out.ownedOld;
+  return out.old;
+}
+
+InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash, const InsertCondition& cond) {
+  using Kind = InsertCondition::Kind;
+  InsertOutcome out;
   const std::string_view key = item->key();
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
     if (keyEquals(it, key)) {
+      out.oldDead = cond.live.dead(*it);
+      out.existed = !out.oldDead;
+      if ((cond.kind == Kind::kIfAbsent && out.existed) || (cond.kind == Kind::kIfPresent && !out.existed) ||
+          (cond.kind == Kind::kIfToken && (!out.existed || it->seq() != cond.token))) {
+        return out;
+      }
+      item->state.fetch_or(Item::kAccessible, std::memory_order_release);
       // Old out before new in: a crash in between loses the key, never
       // leaves two committed items for it.
       invalidateIfDurable(it, cur);
       commitIfDurable(item, ref);
       item->hashNext = it->hashNext;
       *link = ref.raw();
-      ownedOld = it->unpublish();
-      return cur;
+      out.pinnedOld = cond.pinOld && it->tryAcquire();
+      out.ownedOld = it->unpublish();
+      out.old = cur;
+      out.stored = true;
+      return out;
     }
     link = &it->hashNext;
   }
+  if (cond.kind == Kind::kIfPresent || cond.kind == Kind::kIfToken) return out;
+  item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   commitIfDurable(item, ref);
   item->hashNext = buckets_[b];
   buckets_[b] = ref.raw();
-  return CompressedRef();
+  out.stored = true;
+  return out;
 }
 
 bool AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) {
@@ -92,7 +111,7 @@ bool AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) 
   return true;
 }
 
-CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned) {
+CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned, bool* pinned) {
   owned = false;
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
@@ -102,6 +121,7 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
     if (keyEquals(it, key)) {
       invalidateIfDurable(it, cur);
       *link = it->hashNext;
+      if (pinned) *pinned = it->tryAcquire();
       owned = it->unpublish();
       return cur;
     }
@@ -143,6 +163,53 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
     link = &it->hashNext;
   }
   return false;
+}
+
+// The chain head is read without the stripe lock: a stale or changing ref
+// only makes the prefetch useless (every stored value is a valid ref or
+// null, and prefetching any address is harmless), so the race is benign and
+// hidden from TSan.
+__attribute__((no_sanitize("thread"))) void AccessIndex::prefetchChainHead(uint64_t hash) const {
+  const uint32_t head = buckets_[bucketOf(hash)];
+  if (head != CompressedRef::kNull) __builtin_prefetch(table_.item(CompressedRef(head)));
+}
+
+size_t AccessIndex::pinLive(uint64_t begin, uint64_t end, const LiveCheck& live,
+                            std::vector<std::pair<CompressedRef, Item*>>& out) {
+  size_t seen = 0;
+  for (uint64_t b = begin; b < end && b <= mask_; ++b) {
+    std::lock_guard<SpinLock> g(lockFor(b));
+    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+      Item* it = table_.item(CompressedRef(r));
+      ++seen;
+      if (!live.dead(*it) && it->tryAcquire()) out.emplace_back(CompressedRef(r), it);
+      r = it->hashNext;
+    }
+  }
+  return seen;
+}
+
+size_t AccessIndex::unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& live,
+                               std::vector<std::pair<CompressedRef, Item*>>& out) {
+  size_t seen = 0;
+  for (uint64_t b = begin; b < end && b <= mask_; ++b) {
+    std::lock_guard<SpinLock> g(lockFor(b));
+    for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+      const CompressedRef cur(*link);
+      Item* it = table_.item(cur);
+      ++seen;
+      // A claimed item (slab release) cannot be pinned: its claimer unlinks it.
+      if (live.dead(*it) && it->tryAcquire()) {
+        invalidateIfDurable(it, cur);
+        *link = it->hashNext;
+        it->unpublish();  // pinned: never makes us the owner
+        out.emplace_back(cur, it);
+        continue;
+      }
+      link = &it->hashNext;
+    }
+  }
+  return seen;
 }
 
 uint64_t AccessIndex::check(HashFn hash, std::string& out) const {

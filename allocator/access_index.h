@@ -17,8 +17,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "compressed_ref.h"
+#include "expiry.h"
 #include "item.h"
 #include "slab_allocator.h"
 #include "spin_lock.h"
@@ -36,6 +39,25 @@ class ItemPersistence {
 
  protected:
   ~ItemPersistence() = default;
+};
+
+// When a conditional publish may link its item (AccessIndex::insertIf).
+// A dead item (LiveCheck) under the key counts as absent, and is replaced.
+struct InsertCondition {
+  enum class Kind { kAlways, kIfAbsent, kIfPresent, kIfToken };
+  Kind kind = Kind::kAlways;
+  uint64_t token = 0;   // kIfToken: the live item's seq must equal it
+  LiveCheck live;
+  bool pinOld = false;  // pin the unlinked item (its remove callback reads it)
+};
+
+struct InsertOutcome {
+  bool stored = false;
+  bool existed = false;    // a live item had the key
+  CompressedRef old;       // the item unlinked by the publish, or null
+  bool oldDead = false;    // ... which was expired or flushed
+  bool ownedOld = false;   // the caller must free old
+  bool pinnedOld = false;  // the caller holds a pin on old and must release it
 };
 
 class AccessIndex {
@@ -58,8 +80,13 @@ class AccessIndex {
   // Publishes item (held by the caller) under its key. Returns the item it
   // replaced, or null; ownedOld tells whether the caller must free it.
   CompressedRef insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld);
-  // Unpublishes key. Returns the item, or null; owned as above.
-  CompressedRef remove(std::string_view key, uint64_t hash, bool& owned);
+  // Publishes item if `cond` holds; on a key match the old item is unlinked
+  // as by insertOrReplace (and pinned first if cond.pinOld and it can be).
+  InsertOutcome insertIf(CompressedRef ref, Item* item, uint64_t hash, const InsertCondition& cond);
+  // Unpublishes key. Returns the item, or null; owned as above. With
+  // `pinned`, the item is pinned before it is unpublished when it can be
+  // (not when a slab release already claimed it): *pinned says so.
+  CompressedRef remove(std::string_view key, uint64_t hash, bool& owned, bool* pinned = nullptr);
   // Unpublishes exactly this item if it is still linked (the evictor, which
   // already owns it). Returns whether it was linked.
   bool unlinkExact(CompressedRef ref, uint64_t hash);
@@ -67,6 +94,18 @@ class AccessIndex {
   // linked: the copy is published and the original unpublished in one step
   // under the stripe lock, so a reader sees one or the other, never neither.
   bool replaceExact(CompressedRef oldRef, CompressedRef newRef, Item* newItem, uint64_t hash);
+
+  // Batched lookups: prefetch the bucket slot, then (a racy read, only a
+  // hint) the first item of its chain.
+  void prefetchBucket(uint64_t hash) const { __builtin_prefetch(&buckets_[bucketOf(hash)]); }
+  void prefetchChainHead(uint64_t hash) const;
+  // Walks buckets [begin, end): pins every live item (for iteration), or
+  // unlinks and pins every dead one (the reaper; items a slab release has
+  // claimed are left to it). Appends (ref, item) pairs; returns the number
+  // of items looked at.
+  size_t pinLive(uint64_t begin, uint64_t end, const LiveCheck& live, std::vector<std::pair<CompressedRef, Item*>>& out);
+  size_t unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& live,
+                    std::vector<std::pair<CompressedRef, Item*>>& out);
 
   uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t metadataBytes() const;

@@ -12,7 +12,9 @@
 #include "../tiers/tier_plan.h"
 #include "access_index.h"
 #include "cache_internal.h"
+#include "expiry.h"
 #include "item.h"
+#include "item_reaper.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
 
@@ -21,6 +23,12 @@ namespace tiercache {
 namespace {
 
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+// The reaper looks at this many index buckets per run, once a second: a
+// table of 2^20 buckets is swept in about 16 s, at a few milliseconds of
+// work per run.
+constexpr uint64_t kReaperBucketsPerRun = 65536;
+constexpr std::chrono::milliseconds kReaperInterval{1000};
 
 }  // namespace
 
@@ -76,12 +84,20 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   movers_ = std::make_unique<MoverState>(*this, config_);
   recoverPersistentTiers();
   startBackgroundWorkers();
+  reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), kReaperBucketsPerRun, kReaperInterval,
+                                         [this](uint64_t begin, uint64_t end) {
+                                           ItemReaper::Slice s;
+                                           s.scanned = reapSome(begin, end, s.reaped);
+                                           return s;
+                                         });
+  reaper_->start();
 }
 
 // Background threads stop first; then the persistent tiers are closed
 // cleanly; then members go in reverse order: index and allocators before
 // the tiers whose memory they point into.
 Cache::~Cache() {
+  reaper_->stop();
   movers_->stop();
   closePersistentTiers();
 }
@@ -104,11 +120,19 @@ size_t Cache::maxValueSize(size_t keySize) const {
   return largest > overhead ? std::min<size_t>(largest - overhead, Item::kMaxValueSize) : 0;
 }
 
-ReadHandle Cache::find(std::string_view key) {
+ReadHandle Cache::find(std::string_view key) { return findHashed(key, hashKey(key)); }
+
+ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   counters_->gets.add();
   Item* item = nullptr;
-  const CompressedRef ref = index_->acquire(key, hashKey(key), item);
+  const CompressedRef ref = index_->acquire(key, hash, item);
   if (!ref) return {};
+  if (isExpired(*item)) {
+    // A miss; the read reclaims the dead item rather than leave it for the reaper.
+    ReadHandle pin(this, item, ref);
+    dropExpired(item, ref);
+    return {};
+  }
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
@@ -123,6 +147,19 @@ std::optional<std::string> Cache::get(std::string_view key) {
 }
 
 WriteHandle Cache::allocate(std::string_view key, size_t valueSize) { return allocate(0, key, valueSize); }
+
+WriteHandle Cache::allocate(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  return allocate(0, key, valueSize, ttl, flags);
+}
+
+WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  WriteHandle h = allocate(pool, key, valueSize);
+  if (h) {
+    h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+    h.item()->flags = flags;
+  }
+  return h;
+}
 
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
@@ -172,6 +209,8 @@ bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool id
   for (CompressedRef ref : claimed) {
     Item* item = table_->item(ref);
     if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
+    // Claimed items cannot be pinned, so whoever unlinked it left the report here.
+    notifyRemoved(*item, isExpired(*item) ? RemoveCause::kExpired : RemoveCause::kEvicted);
   }
   donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
   if (slab == CompressedRef::kNull) {
@@ -187,27 +226,20 @@ bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool id
 
 bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
-  WriteHandle h = std::move(handle);
-  Item* item = h.item();
-  const CompressedRef ref = h.ref();
-  item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
-  if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
-  bool ownedOld = false;
-  const CompressedRef old = index_->insertOrReplace(ref, item, hashKey(item->key()), ownedOld);
-  table_->owner(ref)->policy().add(ref.raw());
-  counters_->inserts.add();
-  if (old) counters_->replaces.add();
-  if (ownedOld) freeOwned(old);
-  return static_cast<bool>(old);
+  return publish(std::move(handle), InsertCondition{}, true).existed;
 }
 
-bool Cache::set(std::string_view key, std::string_view value) {
+bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
   counters_->sets.add();
   WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, value.size()) : allocate(key, value.size());
   if (!h) {
     counters_->setFailures.add();
     return false;
   }
+  if (ttl != Ttl::zero()) {
+    h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+  }
+  h.item()->flags = flags;
   std::memcpy(h.data(), value.data(), value.size());
   insertOrReplace(std::move(h));
   return true;
@@ -215,10 +247,18 @@ bool Cache::set(std::string_view key, std::string_view value) {
 
 bool Cache::remove(std::string_view key) {
   bool owned = false;
-  const CompressedRef ref = index_->remove(key, hashKey(key), owned);
+  bool pinned = false;
+  const CompressedRef ref = index_->remove(key, hashKey(key), owned, &pinned);
   if (!ref) return false;
-  counters_->removes.add();
+  Item* item = table_->item(ref);
+  // Pinned (or owned), the item stays readable for the callback. Neither:
+  // a slab release had claimed it and reports it.
+  const bool dead = (pinned || owned) && isExpired(*item);
+  if (pinned || owned) notifyRemoved(*item, dead ? RemoveCause::kExpired : RemoveCause::kRemoved);
+  if (pinned) release(item, ref);
   if (owned) freeOwned(ref);
+  if (dead) return false;  // an expired key was already absent
+  counters_->removes.add();
   return true;
 }
 
@@ -326,6 +366,18 @@ CacheStats Cache::stats() const {
   s.promotions_no_room = c.promotionsNoRoom.load(std::memory_order_relaxed);
   s.promotion_queue_dropped = c.promotionQueueDropped.load(std::memory_order_relaxed);
   s.moves_aborted = c.movesAborted.load(std::memory_order_relaxed);
+  s.expired = c.expired.load(std::memory_order_relaxed);
+  if (reaper_) {
+    const ReaperStats r = reaper_->stats();
+    s.reaped = r.reaped;
+    s.reaper_runs = r.runs;
+    s.reaper_scanned = r.scanned;
+    s.reaper_sweeps = r.sweeps;
+  }
+  s.expired_at_recovery = c.expiredAtRecovery;
+  s.remove_callbacks = c.removeCallbacks.load(std::memory_order_relaxed);
+  s.conditional_failures = c.conditionalFailures.load(std::memory_order_relaxed);
+  s.flushes = c.flushes.load(std::memory_order_relaxed);
   s.recovered_items = c.recoveredItems;
   s.discarded_items = c.discardedItems;
   s.recovery_seconds = c.recoverySeconds;
@@ -338,13 +390,16 @@ CacheStats Cache::stats() const {
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
   movers_->stop();
+  reaper_->stop();
   struct Restart {
     MoverState& m;
+    ItemReaper& r;
     ~Restart() {
       for (auto& e : m.evictors) e->start();
       if (m.promoter) m.promoter->start();
+      r.start();
     }
-  } restart{*movers_};
+  } restart{*movers_, *reaper_};
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

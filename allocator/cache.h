@@ -13,9 +13,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +38,10 @@ class CacheBackground;
 class CachePersistence;
 struct CacheCounters;
 struct MoverState;
+struct LiveCheck;
+struct InsertCondition;
+struct InsertOutcome;
+class ItemReaper;
 
 using PoolId = uint16_t;
 
@@ -42,8 +49,46 @@ using PoolId = uint16_t;
 // every key to one bucket, to prove that keys are compared in full).
 using KeyHashFn = uint64_t (*)(std::string_view key);
 
+// Why an item left the cache for good (see RemoveCallback).
+enum class RemoveCause {
+  kEvicted,   // dropped to make room: from the last tier, or no lower tier had room
+  kExpired,   // past its deadline (or flushed), reclaimed by a read, the reaper or an eviction walk
+  kRemoved,   // remove()
+  kReplaced,  // set/insertOrReplace/compareAndSwap (or add over an expired item: kExpired) stored a new item
+};
+const char* removeCauseName(RemoveCause cause);
+
+// What a remove callback sees. The views are valid only during the call.
+struct RemovedItem {
+  std::string_view key;
+  std::string_view value;
+  uint32_t flags = 0;
+  RemoveCause cause = RemoveCause::kRemoved;
+};
+
+// Called exactly once for every item that leaves the cache for good; never
+// for a move between tiers. It runs on the thread that unlinked the item (an
+// application thread in set/remove/find/allocate, a background evictor, or
+// the reaper), with no cache lock held, so it may call into the cache. It
+// must not throw.
+using RemoveCallback = std::function<void(const RemovedItem&)>;
+
+// The expiry clock. A test seam: tests pass a controllable clock; nullptr
+// reads std::chrono::system_clock.
+using ExpiryClockFn = std::function<std::chrono::system_clock::time_point()>;
+
 struct CacheHooks {
   KeyHashFn hash = nullptr;  // nullptr: XXH3
+  RemoveCallback onRemove;   // empty: no callback
+  ExpiryClockFn clock;       // test seam; empty: system_clock
+};
+
+// Outcome of compareAndSwap (memcached's cas replies).
+enum class CasResult {
+  kStored,     // the token matched: the new value is stored
+  kExists,     // the key holds another item (the token is stale)
+  kNotFound,   // no live item under the key
+  kNotStored,  // the new item could not be allocated
 };
 
 class Cache {
@@ -55,21 +100,57 @@ class Cache {
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
 
+  // Time to live: 0s = never expires. A deadline is kept in whole seconds
+  // and rounded up, so an item lives at least its TTL and less than one
+  // second more; a negative TTL stores an item that is already expired.
+  // TTLs beyond the clock's range (year 2156) mean "never".
+  using Ttl = std::chrono::seconds;
+
   // Copying convenience API. set() returns false when the item cannot be
   // stored (key or value too large, or every candidate slot is pinned).
-  bool set(std::string_view key, std::string_view value);
+  bool set(std::string_view key, std::string_view value, Ttl ttl = Ttl::zero(), uint32_t flags = 0);
+  // Stores only if no live item has the key (memcached add); false otherwise
+  // or when it cannot be stored.
+  bool add(std::string_view key, std::string_view value, Ttl ttl = Ttl::zero(), uint32_t flags = 0);
   std::optional<std::string> get(std::string_view key);
   bool remove(std::string_view key);
 
-  // Zero-copy API.
+  // Zero-copy API. Reads never return an expired (or flushed) item.
   ReadHandle find(std::string_view key);
+  // Like find, but records no access: no policy update, no promotion, no
+  // get/hit counted.
+  ReadHandle peek(std::string_view key);
+  // One handle per key, in order; empty where absent. Hashes every key and
+  // prefetches buckets, then items, so the cache misses overlap.
+  std::vector<ReadHandle> findMany(std::span<const std::string_view> keys);
   // A handle for key with a writable value of valueSize bytes, in the
   // default pool (0) or the given one; empty when it cannot be allocated.
   WriteHandle allocate(std::string_view key, size_t valueSize);
   WriteHandle allocate(PoolId pool, std::string_view key, size_t valueSize);
+  WriteHandle allocate(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags = 0);
+  WriteHandle allocate(PoolId pool, std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags = 0);
   // Publish an allocated item; returns true if it replaced an existing key.
   // The handle is consumed. Throws std::invalid_argument for an empty handle.
   bool insertOrReplace(WriteHandle&& handle);
+  // Publishes only if no live item has the key (add); the handle is
+  // consumed either way (dropped when false). Throws for an empty handle.
+  bool insert(WriteHandle&& handle);
+  // Publishes only if the key's live item has token `casToken`.
+  CasResult compareAndSwap(WriteHandle&& handle, uint64_t casToken);
+  CasResult compareAndSwap(std::string_view key, uint64_t casToken, std::string_view value, Ttl ttl = Ttl::zero(),
+                           uint32_t flags = 0);
+  // Gives the key's live item a new TTL (0s = never); false if absent. The
+  // item is rewritten (same value and flags), so its CAS token changes; no
+  // remove callback fires for the old copy.
+  bool touch(std::string_view key, Ttl ttl);
+  // memcached flush_all: after `delay`, every item stored before that moment
+  // reads as absent (and is reclaimed lazily, or by the reaper).
+  void flush(Ttl delay = Ttl::zero());
+  // Weakly consistent walk over the live items of every tier: an item that
+  // stays in the cache for the whole walk is visited once; items added,
+  // removed or moved meanwhile may be missed. fn runs with no cache lock
+  // held (the handle pins the item) and may call into the cache.
+  void forEachItem(const std::function<void(const ReadHandle&)>& fn);
 
   PoolId poolId(std::string_view name) const;  // throws std::out_of_range
   size_t poolCount() const;
@@ -94,6 +175,23 @@ class Cache {
   friend class CachePersistence;
 
   void release(Item* item, CompressedRef ref);
+  // ---- lifecycle (cache_lifecycle.cc) ----
+  // Seconds on the expiry clock now (see allocator/expiry.h).
+  uint32_t nowSeconds() const;
+  LiveCheck liveCheck() const;
+  // Expired or flushed: never served, dropped rather than moved.
+  bool isExpired(const Item& item) const;
+  // Fires the remove callback (if any) for an item the caller unlinked and
+  // still pins or owns.
+  void notifyRemoved(const Item& item, RemoveCause cause);
+  // Publishes under a condition; the common path of insert*, CAS and touch.
+  InsertOutcome publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced);
+  // Unlinks an item found expired by a read (pinned by the caller).
+  void dropExpired(Item* item, CompressedRef ref);
+  // The reaper's slice: unlinks the dead items of index buckets [begin,
+  // end); returns the items looked at, *reaped the ones unlinked.
+  size_t reapSome(uint64_t begin, uint64_t end, size_t& reaped);
+  ReadHandle findHashed(std::string_view key, uint64_t hash);
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.
@@ -142,8 +240,16 @@ class Cache {
   std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
+  // Lifecycle (cache_lifecycle.cc): items with a seq below flushSeq_ were
+  // flushed; a delayed flush takes effect at pendingFlushAt_ (expiry-clock
+  // seconds, 0 = none); deadlinesSeen_ turns on the eviction walk's search
+  // for dead items once any item had a deadline or a flush happened.
+  mutable std::atomic<uint64_t> flushSeq_{0};
+  mutable std::atomic<uint32_t> pendingFlushAt_{0};
+  std::atomic<bool> deadlinesSeen_{false};
   // Last: its threads stop before anything they use is destroyed.
   std::unique_ptr<MoverState> movers_;
+  std::unique_ptr<ItemReaper> reaper_;
 };
 
 }  // namespace tiercache

@@ -24,6 +24,11 @@ struct CacheCounters {
   double recoverySeconds = 0;
   std::atomic<uint64_t> promotionCandidates{0}, promotionsRateLimited{0}, promotionsNoRoom{0},
       promotionQueueDropped{0}, movesAborted{0};
+  // Lifecycle: dead items reclaimed (any path), remove callbacks run,
+  // flushes, conditional publishes refused (add/CAS/touch), items dropped
+  // at recovery because they expired while the cache was down.
+  std::atomic<uint64_t> expired{0}, removeCallbacks{0}, flushes{0}, conditionalFailures{0};
+  uint64_t expiredAtRecovery = 0;  // written once, before any other thread
 };
 
 // Keys waiting for the promoter. Keys, not refs: a queued ref could be

@@ -7,6 +7,7 @@
 #include "access_index.h"
 #include "cache.h"
 #include "cache_internal.h"
+#include "expiry.h"
 #include "item.h"
 #include "slab_allocator.h"
 
@@ -23,12 +24,16 @@ constexpr int kEvictionAttempts = 4;
 // A class that could use another's idle slab checks for one this often.
 constexpr uint32_t kRebalanceCheckMs = 10;
 
-// Claims unpinned items for a move (kMoving) at the cold end of a policy.
+// Claims unpinned items for a move (kMoving) at the cold end of a policy;
+// with `deadOnly`, only items that are expired or flushed.
 class MoveClaimVisitor final : public EvictionVisitor {
  public:
-  explicit MoveClaimVisitor(const SlabTable& table) : table_(table) {}
+  explicit MoveClaimVisitor(const SlabTable& table, const LiveCheck* deadOnly = nullptr)
+      : table_(table), deadOnly_(deadOnly) {}
   Verdict visit(uint32_t ref) override {
-    if (!table_.item(CompressedRef(ref))->tryMarkMoving(false)) return Verdict::kSkip;
+    Item* item = table_.item(CompressedRef(ref));
+    if (deadOnly_ && !deadOnly_->dead(*item)) return Verdict::kSkip;
+    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
     victims[count++] = CompressedRef(ref);
     return Verdict::kTake;
   }
@@ -37,6 +42,7 @@ class MoveClaimVisitor final : public EvictionVisitor {
 
  private:
   const SlabTable& table_;
+  const LiveCheck* deadOnly_;
 };
 
 }  // namespace
@@ -69,21 +75,32 @@ size_t Cache::evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, boo
   const uint32_t tier = ac.tier();
   const bool demote = config_.demotion.enabled && tier + 1 < allocs_.size();
   size_t done = 0;
+  // Dead items in the scan window go before live ones (once any item has
+  // had a deadline or a flush happened).
+  bool deadFirst = deadlinesSeen_.load(std::memory_order_relaxed);
+  const LiveCheck live = deadFirst ? liveCheck() : LiveCheck{};
   while (done < n) {
-    MoveClaimVisitor visitor(*table_);
-    if (ac.policy().evict(std::min(n - done, kEvictionChunk), kEvictionMaxScan, visitor) == 0) break;
+    MoveClaimVisitor visitor(*table_, deadFirst ? &live : nullptr);
+    if (ac.policy().evict(std::min(n - done, kEvictionChunk), kEvictionMaxScan, visitor) == 0) {
+      if (!deadFirst) break;
+      deadFirst = false;
+      continue;
+    }
     for (size_t i = 0; i < visitor.count; ++i) {
       const CompressedRef ref = visitor.victims[i];
       Item* item = table_->item(ref);
       bool moved = false;
-      if (demote) {
+      // Dead items are dropped, never demoted: they would waste far memory.
+      const bool dead = isExpired(*item);
+      if (demote && !dead) {
         const CompressedRef dst = obtainSlot(tier + 1, ac.pool(), ac.id(), background);
         moved = dst && copyAndSwap(item, ref, dst);
       }
       if (moved) {
         ac.counters().demotions.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        index_->unlinkExact(ref, hashKey(item->key()));  // the last tier, or no room below: drop
+      } else if (index_->unlinkExact(ref, hashKey(item->key()))) {  // the last tier, or no room below: drop
+        // Unlinked here, reported here (kMoving keeps the item alive).
+        notifyRemoved(*item, dead ? RemoveCause::kExpired : RemoveCause::kEvicted);
       }
       (background ? ac.counters().bgEvictions : ac.counters().evictions).fetch_add(1, std::memory_order_relaxed);
       ++done;
@@ -135,7 +152,7 @@ void Cache::noteLowerTierHit(Item* item, CompressedRef ref) {
 
 bool Cache::promote(Item* item, CompressedRef ref) {
   const uint32_t tier = table_->tierOf(ref);
-  if (tier == 0) return false;
+  if (tier == 0 || isExpired(*item)) return false;  // dead items are never promoted
   AllocationClass& src = *table_->owner(ref);
   SlabAllocator& upper = *allocs_[tier - 1];
   AllocationClass& up = upper.cls(src.pool(), src.id());

@@ -61,6 +61,7 @@ int Cache::firstPersistentTier() const {
 
 void Cache::recoverPersistentTiers() {
   const auto t0 = std::chrono::steady_clock::now();
+  const uint32_t recoveryNow = nowSeconds();
   for (size_t t = 0; t < tiers_.size(); ++t) {
     auto* pt = dynamic_cast<PersistentTier*>(tiers_[t].get());
     if (!pt) continue;
@@ -91,6 +92,15 @@ void Cache::recoverPersistentTiers() {
           const uint64_t need = Item::totalSize(sizes & 0xFF, sizes >> 8);
           const bool plausible = need <= ac.allocSize();
           const bool committed = plausible && item->checksum != 0 && item->checksum == itemChecksum(item);
+          // Expired while the cache was down: dropped (no callback: the
+          // cache is not built yet), its slot freed and made durable.
+          if (committed && item->expiry != 0 && item->expiry <= recoveryNow) {
+            ++counters_->expiredAtRecovery;
+            dirty = true;
+            item->checksum = 0;
+            ac.pushFree(ref);
+            continue;
+          }
           if (committed) {
             item->state.store(0, std::memory_order_relaxed);
             item->hook.meta.store(0, std::memory_order_relaxed);

@@ -26,6 +26,15 @@ std::string CacheStats::toJson() const {
   j["promotions_no_room"] = promotions_no_room;
   j["promotion_queue_dropped"] = promotion_queue_dropped;
   j["moves_aborted"] = moves_aborted;
+  j["expired"] = expired;
+  j["reaped"] = reaped;
+  j["reaper_runs"] = reaper_runs;
+  j["reaper_scanned"] = reaper_scanned;
+  j["reaper_sweeps"] = reaper_sweeps;
+  j["expired_at_recovery"] = expired_at_recovery;
+  j["remove_callbacks"] = remove_callbacks;
+  j["conditional_failures"] = conditional_failures;
+  j["flushes"] = flushes;
   auto worker = [](const WorkerStats& w) {
     return nlohmann::ordered_json{{"threads", w.threads},
                                   {"runs", w.runs},
@@ -121,6 +130,11 @@ std::string CacheStats::toPrometheus() const {
       {"promotions_total", "counter", "items moved to a higher tier", promotions},
       {"background_evictor_runs_total", "counter", "background evictor passes", background_evictor.runs},
       {"promoter_runs_total", "counter", "promoter passes", promoter.runs},
+      {"expired_total", "counter", "expired or flushed items reclaimed", expired},
+      {"reaped_total", "counter", "expired items reclaimed by the reaper", reaped},
+      {"reaper_runs_total", "counter", "reaper passes", reaper_runs},
+      {"expired_at_recovery_total", "counter", "persistent items expired while the cache was down", expired_at_recovery},
+      {"remove_callbacks_total", "counter", "remove callbacks run", remove_callbacks},
       {"items", "gauge", "items in the cache", items},
       {"metadata_bytes", "gauge", "DRAM metadata outside the tiers", metadata_bytes},
   };

@@ -86,6 +86,16 @@ struct CacheStats {
   uint64_t promotions_no_room = 0;     // upper class below its free watermark
   uint64_t promotion_queue_dropped = 0;
   uint64_t moves_aborted = 0;          // item removed or replaced while being moved
+  // Item lifecycle.
+  uint64_t expired = 0;                // dead (expired or flushed) items reclaimed, by any path
+  uint64_t reaped = 0;                 // ... of which by the reaper
+  uint64_t reaper_runs = 0;
+  uint64_t reaper_scanned = 0;         // items the reaper looked at
+  uint64_t reaper_sweeps = 0;          // full passes over the index
+  uint64_t expired_at_recovery = 0;    // persistent items that expired while the cache was down
+  uint64_t remove_callbacks = 0;
+  uint64_t conditional_failures = 0;   // add / CAS / touch publishes refused
+  uint64_t flushes = 0;
   WorkerStats background_evictor;
   WorkerStats promoter;
   uint64_t rebalanced_slabs = 0;

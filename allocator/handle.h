@@ -9,8 +9,10 @@
 // the same item may live in different threads.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -44,6 +46,13 @@ class ReadHandle {
   std::string_view value() const;
   // Tier the item lived in when the handle was taken.
   uint32_t tier() const;
+  // Changes whenever the key's item is replaced (set, CAS, touch); 0 for an
+  // item not yet inserted. Kept across moves between tiers and restarts.
+  uint64_t casToken() const;
+  // The item's deadline (whole seconds), or nullopt if it never expires.
+  std::optional<std::chrono::system_clock::time_point> expiresAt() const;
+  // 32-bit client flags stored with the item.
+  uint32_t flags() const;
   CompressedRef ref() const { return ref_; }
   // Release the pin now (the destructor does it otherwise).
   void reset();
@@ -70,6 +79,9 @@ class WriteHandle : public ReadHandle {
   // The value bytes (size() of them), writable until inserted.
   char* data() const;
   size_t size() const;
+  // Metadata, settable until inserted (allocate() sets both already).
+  void setFlags(uint32_t flags);
+  void setExpiresAt(std::optional<std::chrono::system_clock::time_point> deadline);
 
  private:
   friend class Cache;

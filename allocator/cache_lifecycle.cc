@@ -1,0 +1,265 @@
+// The item lifecycle operations of the Cache facade: deadlines and flush,
+// conditional publishes (add, CAS, touch), peek, batched and iterated
+// lookups, and the remove callback. See docs/design.md, "Item lifecycle".
+//
+// Who reports an item's departure (the remove callback and the expired
+// counter) is decided by who unlinks it from the index, so that it happens
+// exactly once: remove, replace, a read that finds an item dead and the
+// reaper unlink with a pin held (the item cannot be freed under the
+// callback); the eviction walk unlinks items it holds as kMoving; a slab
+// release claims items exclusively before anyone else can pin them and
+// reports every item it claimed. A move between tiers swaps the index
+// entry (replaceExact), which is not a departure.
+#include <cstring>
+#include <stdexcept>
+
+#include "access_index.h"
+#include "cache.h"
+#include "cache_internal.h"
+#include "expiry.h"
+#include "item.h"
+#include "item_reaper.h"
+#include "slab_allocator.h"
+
+namespace tiercache {
+
+const char* removeCauseName(RemoveCause cause) {
+  switch (cause) {
+    case RemoveCause::kEvicted: return "evicted";
+    case RemoveCause::kExpired: return "expired";
+    case RemoveCause::kRemoved: return "removed";
+    case RemoveCause::kReplaced: return "replaced";
+  }
+  return "unknown";
+}
+
+uint32_t Cache::nowSeconds() const {
+  return expirySeconds(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now());
+}
+
+LiveCheck Cache::liveCheck() const {
+  LiveCheck c;
+  c.now = nowSeconds();
+  // A delayed flush takes effect at the first look after its time: the
+  // sequence number then marks everything stored before as flushed.
+  uint32_t at = pendingFlushAt_.load(std::memory_order_acquire);
+  if (at != 0 && c.now >= at &&
+      pendingFlushAt_.compare_exchange_strong(at, 0, std::memory_order_acq_rel)) {
+    uint64_t cur = flushSeq_.load(std::memory_order_relaxed);
+    const uint64_t next = nextSeq_.load(std::memory_order_relaxed);
+    while (cur < next && !flushSeq_.compare_exchange_weak(cur, next, std::memory_order_acq_rel)) {
+    }
+  }
+  c.flushSeq = flushSeq_.load(std::memory_order_acquire);
+  return c;
+}
+
+bool Cache::isExpired(const Item& item) const {
+  // The common case (no deadline, no flush ever) reads no clock.
+  if (item.expiry == 0 && flushSeq_.load(std::memory_order_acquire) == 0 &&
+      pendingFlushAt_.load(std::memory_order_relaxed) == 0) {
+    return false;
+  }
+  return liveCheck().dead(item);
+}
+
+void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
+  if (cause == RemoveCause::kExpired) counters_->expired.fetch_add(1, std::memory_order_relaxed);
+  if (!hooks_.onRemove) return;
+  counters_->removeCallbacks.fetch_add(1, std::memory_order_relaxed);
+  hooks_.onRemove(RemovedItem{item.key(), item.value(), item.flags, cause});
+}
+
+InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced) {
+  if (!handle) throw std::invalid_argument("insert: empty handle");
+  WriteHandle h = std::move(handle);
+  Item* item = h.item();
+  const CompressedRef ref = h.ref();
+  InsertCondition cond = condIn;
+  cond.live = liveCheck();
+  // The replaced item is pinned so that its callback can read it, and so
+  // that whoever unlinks an item is the one who reports it.
+  cond.pinOld = true;
+  if (item->expiry != 0 && !deadlinesSeen_.load(std::memory_order_relaxed)) {
+    deadlinesSeen_.store(true, std::memory_order_relaxed);
+  }
+  item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
+  if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
+  const InsertOutcome out = index_->insertIf(ref, item, hashKey(item->key()), cond);
+  if (!out.stored) {
+    counters_->conditionalFailures.fetch_add(1, std::memory_order_relaxed);
+    return out;  // h releases the unpublished item, which frees it
+  }
+  table_->owner(ref)->policy().add(ref.raw());
+  counters_->inserts.add();
+  if (out.old) {
+    if (out.existed) counters_->replaces.add();
+    Item* old = table_->item(out.old);
+    if (out.pinnedOld) {
+      if (out.oldDead) {
+        notifyRemoved(*old, RemoveCause::kExpired);
+      } else if (notifyReplaced) {
+        notifyRemoved(*old, RemoveCause::kReplaced);
+      }
+      release(old, out.old);
+    } else if (out.ownedOld) {
+      freeOwned(out.old);
+    }
+    // Neither: a slab release claimed the old item and reports it.
+  }
+  return out;
+}
+
+bool Cache::insert(WriteHandle&& handle) {
+  InsertCondition c;
+  c.kind = InsertCondition::Kind::kIfAbsent;
+  return publish(std::move(handle), c, true).stored;
+}
+
+bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
+  counters_->sets.add();
+  WriteHandle h = allocate(key, value.size(), ttl, flags);
+  if (!h) {
+    counters_->setFailures.add();
+    return false;
+  }
+  std::memcpy(h.data(), value.data(), value.size());
+  return insert(std::move(h));
+}
+
+CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {
+  InsertCondition c;
+  c.kind = InsertCondition::Kind::kIfToken;
+  c.token = casToken;
+  const InsertOutcome out = publish(std::move(handle), c, true);
+  if (out.stored) return CasResult::kStored;
+  return out.existed ? CasResult::kExists : CasResult::kNotFound;
+}
+
+CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::string_view value, Ttl ttl,
+                                uint32_t flags) {
+  WriteHandle h = allocate(key, value.size(), ttl, flags);
+  if (!h) {
+    // Tell "absent" from "no room", as a server must.
+    ReadHandle cur = peek(key);
+    if (!cur) return CasResult::kNotFound;
+    return cur.casToken() == casToken ? CasResult::kNotStored : CasResult::kExists;
+  }
+  std::memcpy(h.data(), value.data(), value.size());
+  return compareAndSwap(std::move(h), casToken);
+}
+
+bool Cache::touch(std::string_view key, Ttl ttl) {
+  // Rewrites the item (items are immutable once published; a persistent
+  // tier's checksum covers the deadline): same value and flags, new
+  // deadline, published only over the very item that was read. A racing
+  // writer wins, and the loop reads again.
+  const uint32_t deadline = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    ReadHandle cur = peek(key);
+    if (!cur) return false;
+    const AllocationClass* owner = table_->owner(cur.ref());
+    WriteHandle w = config_.persistence.durable_sets ? allocateDurable(key, cur.value().size())
+                                                     : allocate(static_cast<PoolId>(owner->pool()), key,
+                                                                cur.value().size());
+    if (!w) return false;
+    std::memcpy(w.data(), cur.value().data(), cur.value().size());
+    w.item()->flags = cur.item()->flags;
+    w.item()->expiry = deadline;
+    InsertCondition c;
+    c.kind = InsertCondition::Kind::kIfToken;
+    c.token = cur.casToken();
+    cur.reset();
+    const InsertOutcome out = publish(std::move(w), c, false);
+    if (out.stored) return true;
+    if (!out.existed) return false;
+  }
+  return false;
+}
+
+void Cache::flush(Ttl delay) {
+  counters_->flushes.fetch_add(1, std::memory_order_relaxed);
+  deadlinesSeen_.store(true, std::memory_order_relaxed);
+  if (delay <= Ttl::zero()) {
+    const uint64_t next = nextSeq_.load(std::memory_order_relaxed);
+    uint64_t cur = flushSeq_.load(std::memory_order_relaxed);
+    while (cur < next && !flushSeq_.compare_exchange_weak(cur, next, std::memory_order_acq_rel)) {
+    }
+    return;
+  }
+  const auto now = hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now();
+  const uint32_t at = std::max<uint32_t>(1, expirySeconds(now + delay));
+  pendingFlushAt_.store(at, std::memory_order_release);
+}
+
+void Cache::dropExpired(Item* item, CompressedRef ref) {
+  // The caller pins the item; if the unlink is ours, so is the report.
+  if (index_->unlinkExact(ref, hashKey(item->key()))) notifyRemoved(*item, RemoveCause::kExpired);
+}
+
+ReadHandle Cache::peek(std::string_view key) {
+  Item* item = nullptr;
+  const CompressedRef ref = index_->acquire(key, hashKey(key), item);
+  if (!ref) return {};
+  ReadHandle h(this, item, ref);
+  if (isExpired(*item)) return {};  // left for a find or the reaper: peek changes nothing
+  return h;
+}
+
+std::vector<ReadHandle> Cache::findMany(std::span<const std::string_view> keys) {
+  std::vector<ReadHandle> out(keys.size());
+  constexpr size_t kBatch = 32;  // hashes kept on the stack per round
+  uint64_t hashes[kBatch];
+  for (size_t base = 0; base < keys.size(); base += kBatch) {
+    const size_t n = std::min(kBatch, keys.size() - base);
+    for (size_t i = 0; i < n; ++i) {
+      hashes[i] = hashKey(keys[base + i]);
+      index_->prefetchBucket(hashes[i]);
+    }
+    for (size_t i = 0; i < n; ++i) index_->prefetchChainHead(hashes[i]);
+    for (size_t i = 0; i < n; ++i) out[base + i] = findHashed(keys[base + i], hashes[i]);
+  }
+  return out;
+}
+
+void Cache::forEachItem(const std::function<void(const ReadHandle&)>& fn) {
+  constexpr uint64_t kBucketsPerStep = 256;  // pins held at once stay few
+  std::vector<std::pair<CompressedRef, Item*>> pinned;
+  const uint64_t buckets = index_->bucketCount();
+  for (uint64_t b = 0; b < buckets; b += kBucketsPerStep) {
+    pinned.clear();
+    index_->pinLive(b, b + kBucketsPerStep, liveCheck(), pinned);
+    // Every pin is wrapped at once, so an exception from fn releases them all.
+    std::vector<ReadHandle> handles;
+    handles.reserve(pinned.size());
+    for (auto& [ref, item] : pinned) handles.push_back(ReadHandle(this, item, ref));
+    for (const ReadHandle& h : handles) fn(h);
+  }
+}
+
+size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {
+  std::vector<std::pair<CompressedRef, Item*>> dead;
+  const size_t scanned = index_->unlinkDead(begin, end, liveCheck(), dead);
+  for (auto& [ref, item] : dead) {
+    notifyRemoved(*item, RemoveCause::kExpired);
+    release(item, ref);
+  }
+  reaped = dead.size();
+  return scanned;
+}
+
+// ---- handles ----
+
+uint64_t ReadHandle::casToken() const { return item_->seq(); }
+uint32_t ReadHandle::flags() const { return item_->flags; }
+std::optional<std::chrono::system_clock::time_point> ReadHandle::expiresAt() const {
+  if (item_->expiry == 0) return std::nullopt;
+  return expiryTimePoint(item_->expiry);
+}
+
+void WriteHandle::setFlags(uint32_t flags) { item_->flags = flags; }
+void WriteHandle::setExpiresAt(std::optional<std::chrono::system_clock::time_point> deadline) {
+  item_->expiry = deadline ? expiryDeadlineAt(*deadline) : 0;
+}
+
+}  // namespace tiercache
