@@ -38,17 +38,8 @@ void reply(ReplySink& out, const Request& r, std::string_view line) {
 }
 
 // ---- the Cache calls the protocol needs ------------------------------------
-//
-// TTL, client flags, CAS tokens, add, touch, peek, batched lookups and flush
-// come with the item-lifecycle API (issue 12). Until this tree has it
-// (TIERCACHE_SERVER_LIFECYCLE, detected by CMake), the commands that need it
-// answer "SERVER_ERROR not supported" (see supported() below) and the calls
-// here that they would reach are never made.
 
 enum class Stored : uint8_t { kStored, kExists, kNotFound, kNotStored };
-
-#if TIERCACHE_SERVER_LIFECYCLE
-constexpr bool kLifecycle = true;
 
 Stored fromCas(CasResult r) {
   switch (r) {
@@ -59,84 +50,17 @@ Stored fromCas(CasResult r) {
   }
   return Stored::kNotStored;
 }
-uint32_t flagsOf(const ReadHandle& h) { return flagsOf(h); }
-uint64_t casOf(const ReadHandle& h) { return casOf(h); }
-std::optional<system_clock::time_point> expiresAtOf(const ReadHandle& h) { return h.expiresAt(); }
-WriteHandle allocateItem(Cache& c, std::string_view key, size_t size, seconds ttl, uint32_t flags) {
-  return c.allocate(key, size, ttl, flags);
-}
-bool insertIfAbsent(Cache& c, WriteHandle&& w) { return c.insert(std::move(w)); }
-bool addValue(Cache& c, std::string_view key, std::string_view v, seconds ttl, uint32_t flags) {
-  return c.add(key, v, ttl, flags);
-}
-bool setValue(Cache& c, std::string_view key, std::string_view v, seconds ttl, uint32_t flags) {
-  return c.set(key, v, ttl, flags);
-}
+uint32_t flagsOf(const ReadHandle& h) { return h.flags(); }
+uint64_t casOf(const ReadHandle& h) { return h.casToken(); }
 Stored compareAndSwap(Cache& c, std::string_view key, uint64_t token, std::string_view v, seconds ttl, uint32_t flags) {
   return fromCas(c.compareAndSwap(key, token, v, ttl, flags));
 }
 bool touchKey(Cache& c, std::string_view key, seconds ttl) { return c.touch(key, ttl); }
 ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
-std::vector<ReadHandle> findKeys(Cache& c, const std::vector<std::string_view>& keys) {
-  return c.findMany(std::span<const std::string_view>(keys.data(), keys.size()));
-}
-void flushCache(Cache& c) { c.flush(); }
-#else
-constexpr bool kLifecycle = false;
-
-[[noreturn]] void unreachable() { throw std::logic_error("tiercache-server: lifecycle API call without the API"); }
-uint32_t flagsOf(const ReadHandle&) { return 0; }
-uint64_t casOf(const ReadHandle&) { return 0; }
-std::optional<system_clock::time_point> expiresAtOf(const ReadHandle&) { return std::nullopt; }
-WriteHandle allocateItem(Cache& c, std::string_view key, size_t size, seconds, uint32_t) { return c.allocate(key, size); }
-bool insertIfAbsent(Cache&, WriteHandle&&) { unreachable(); }
-bool addValue(Cache&, std::string_view, std::string_view, seconds, uint32_t) { unreachable(); }
-bool setValue(Cache& c, std::string_view key, std::string_view v, seconds, uint32_t) { return c.set(key, v); }
-Stored compareAndSwap(Cache&, std::string_view, uint64_t, std::string_view, seconds, uint32_t) { unreachable(); }
-bool touchKey(Cache&, std::string_view, seconds) { unreachable(); }
-ReadHandle peekKey(Cache& c, std::string_view key) { return c.find(key); }
-std::vector<ReadHandle> findKeys(Cache& c, const std::vector<std::string_view>& keys) {
-  std::vector<ReadHandle> out;
-  out.reserve(keys.size());
-  for (std::string_view k : keys) out.push_back(c.find(k));
-  return out;
-}
-void flushCache(Cache&) { unreachable(); }
-#endif
-
-// Without the lifecycle API only plain get/set/delete (and their meta forms
-// without TTL, flags or CAS) can be carried out.
-bool supported(const Request& r) {
-  if (kLifecycle) return true;
-  const MetaFlags& m = r.meta;
-  switch (r.command) {
-    case Command::kGet:
-    case Command::kDelete:
-    case Command::kVersion:
-    case Command::kVerbosity:
-    case Command::kQuit:
-    case Command::kStats:
-    case Command::kMetaNoop:
-      return true;
-    case Command::kSet:
-      return r.clientFlags == 0 && r.exptime == 0;
-    case Command::kMetaGet:
-      return !m.has('c') && !m.has('t') && !m.has('T') && !m.has('N');
-    case Command::kMetaSet:
-      return (!m.has('M') || m.mode == 'S' || m.mode == 's') && !m.has('C') && !m.has('c') &&
-             (!m.has('T') || m.ttl == 0) && (!m.has('F') || m.clientFlags == 0);
-    case Command::kMetaDelete:
-      return !m.has('C');
-    default:
-      return false;
-  }
-}
-
-constexpr std::string_view kNotSupported = "SERVER_ERROR not supported\r\n";
 
 // Seconds left before h expires; -1 = never (memcached's "t" and ttl reply).
 int64_t ttlLeft(const ReadHandle& h) {
-  auto at = expiresAtOf(h);
+  auto at = h.expiresAt();
   if (!at) return -1;
   auto left = std::chrono::ceil<seconds>(*at - system_clock::now()).count();
   return left < 0 ? 0 : left;
@@ -163,10 +87,6 @@ CommandHandler::CommandHandler(Cache& cache, const ServerConfig& config, ServerS
     : cache_(cache), config_(config), state_(state) {}
 
 Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c) {
-  if (!supported(r)) {
-    out.add(kNotSupported);
-    return Next::kContinue;
-  }
   switch (r.command) {
     case Command::kGet:
     case Command::kGets:
@@ -198,13 +118,9 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     }
     case Command::kFlushAll: {
       c.add(c.cmd_flush);
-      if (r.exptime > 0) {
-        auto ttl = ttlFromExptime(r.exptime, nowUnix());
-        state_.flushAt.store(nowUnix() + (ttl ? ttl->count() : 0));
-      } else {
-        state_.flushAt.store(0);
-        flushAll();
-      }
+      // flush_all N: items stored before N seconds from now read as absent from then on.
+      const auto delay = r.exptime > 0 ? ttlFromExptime(r.exptime, nowUnix()) : std::nullopt;
+      cache_.flush(delay.value_or(seconds(0)));
       reply(out, r, "OK");
       return Next::kContinue;
     }
@@ -260,7 +176,7 @@ void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
       found.push_back(ok ? cache_.find(k) : ReadHandle());
     }
   } else {
-    found = findKeys(cache_, r.keys);
+    found = cache_.findMany(std::span<const std::string_view>(r.keys.data(), r.keys.size()));
   }
   std::string line;
   for (size_t i = 0; i < r.keys.size(); ++i) {
@@ -296,10 +212,6 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
     out.add("SERVER_ERROR object too large for cache\r\n");
     return false;
   }
-  if (!supported(r)) {
-    out.add(kNotSupported);
-    return false;
-  }
   const bool meta = r.command == Command::kMetaSet;
   auto ttl = ttlFromExptime(meta ? r.meta.ttl : r.exptime, nowUnix());
   if (cache_.config().persistence.durable_sets) {
@@ -309,8 +221,8 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
   }
   // The value is read straight into the item that will hold it, which
   // carries its TTL and flags from the start.
-  value.item = allocateItem(cache_, r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
-                            meta ? r.meta.clientFlags : r.clientFlags);
+  value.item = cache_.allocate(r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
+                               meta ? r.meta.clientFlags : r.clientFlags);
   if (!value.item) {
     c.add(c.store_no_memory);
     out.add("SERVER_ERROR out of memory storing object\r\n");
@@ -361,7 +273,7 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
         break;
       }
       if (value.buffered) {
-        result = setValue(cache_, key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored;
+        result = cache_.set(key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored;
         if (result != Stored::kStored) {
           c.add(c.store_no_memory);
           out.add("SERVER_ERROR out of memory storing object\r\n");
@@ -377,8 +289,8 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
         result = peekKey(cache_, key) ? Stored::kNotStored : Stored::kStored;
         break;
       }
-      result = value.buffered ? (addValue(cache_, key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored)
-                              : insertIfAbsent(cache_, std::move(value.item)) ? Stored::kStored : Stored::kNotStored;
+      result = value.buffered ? (cache_.add(key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored)
+                              : cache_.insert(std::move(value.item)) ? Stored::kStored : Stored::kNotStored;
       break;
     case Mode::kReplace:
     case Mode::kCas: {
@@ -395,6 +307,11 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
           cur.reset();
           cache_.remove(key);
           result = Stored::kStored;
+          break;
+        }
+        if (mode == Mode::kCas && !value.buffered) {
+          // The value already sits in its own item: publish that one.
+          result = fromCas(cache_.compareAndSwap(std::move(value.item), token));
           break;
         }
         result = compareAndSwap(cache_, key, token, data, *ttl, flags);
@@ -633,7 +550,7 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
     auto create = ttlFromExptime(m.vivifyTtl, nowUnix());
     char buf[24];
     auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), m.initial);
-    if (create && addValue(cache_, key, std::string_view(buf, p - buf), *create, 0)) {
+    if (create && cache_.add(key, std::string_view(buf, p - buf), *create)) {
       v = m.initial;
       ReadHandle h = peekKey(cache_, key);
       cas = h ? casOf(h) : 0;
@@ -691,15 +608,6 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   }
   line += "\r\n";
   out.add(line);
-}
-
-void CommandHandler::flushAll() {
-  flushCache(cache_);
-}
-
-void CommandHandler::tick() {
-  int64_t at = state_.flushAt.load();
-  if (at != 0 && nowUnix() >= at && state_.flushAt.compare_exchange_strong(at, 0)) flushAll();
 }
 
 void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) {

@@ -66,15 +66,13 @@ struct WorkerCounters {
   void add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
 };
 
-// Server-wide state that `stats` reports and flush_all with a delay sets.
+// Server-wide state that `stats` reports.
 struct ServerState {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::atomic<uint64_t> currConnections{0};
   std::atomic<uint64_t> totalConnections{0};
   std::atomic<uint64_t> rejectedConnections{0};
   std::atomic<uint32_t> verbosity{0};
-  // Unix time at which a delayed flush_all runs; 0 = none pending.
-  std::atomic<int64_t> flushAt{0};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
 };
 
@@ -105,11 +103,6 @@ class CommandHandler {
   // be discarded. finishStore publishes it as the command says.
   bool beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value);
   void finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c);
-
-  // Removes every item (flush_all now, or a delayed one that came due).
-  void flushAll();
-  // Runs a delayed flush_all whose time has come; called about once a second.
-  void tick();
 
   static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
 

@@ -405,7 +405,6 @@ Server::~Server() {
   workers_.clear();
   if (listener_) evconnlistener_free(listener_);
   for (event* e : signalEvents_) event_free(e);
-  if (tickEvent_) event_free(tickEvent_);
   if (stopEvent_) event_free(stopEvent_);
   if (base_) event_base_free(base_);
 }
@@ -478,9 +477,6 @@ void Server::run(bool handleSignals) {
       signalEvents_.push_back(e);
     }
   }
-  tickEvent_ = event_new(base_, -1, EV_PERSIST, &Server::onTick, this);
-  timeval second{1, 0};
-  event_add(tickEvent_, &second);
   for (auto& w : workers_) w->start();
   if (!stopRequested_.load()) event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
   // Stop accepting, then let every worker write what it owes and close.
@@ -501,10 +497,6 @@ void Server::onStop(int sig, short, void* self) {
   if (s->verbose_ && sig > 0) logLine(std::string("signal ") + strsignal(sig) + ": stopping");
   s->stopRequested_.store(true);
   event_base_loopexit(s->base_, nullptr);
-}
-
-void Server::onTick(int, short, void* self) {
-  static_cast<Server*>(self)->handler_->tick();
 }
 
 }  // namespace tiercache::server

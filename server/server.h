@@ -1,7 +1,7 @@
 // Server: the memcached text protocol over TCP, on libevent.
 //
 // Threads: the thread that calls run() accepts connections (and handles
-// SIGTERM/SIGINT and the once-a-second tick); `threads` workers each run
+// SIGTERM/SIGINT); `threads` workers each run
 // their own event_base and own the connections handed to them round-robin
 // (a connection never changes thread, so its state needs no lock). Requests
 // are parsed (protocol.h) and carried out (commands.h) on the worker, in
@@ -64,7 +64,6 @@ class Server {
  private:
   static void onAccept(evconnlistener*, int fd, ::sockaddr*, int, void* self);
   static void onStop(int, short, void* self);
-  static void onTick(int, short, void* self);
 
   Cache& cache_;
   ServerConfig config_;
@@ -74,7 +73,6 @@ class Server {
   event_base* base_ = nullptr;
   evconnlistener* listener_ = nullptr;
   event* stopEvent_ = nullptr;
-  event* tickEvent_ = nullptr;
   std::vector<event*> signalEvents_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t nextWorker_ = 0;
