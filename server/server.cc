@@ -263,6 +263,13 @@ void Worker::onWrite(bufferevent* bev, void* arg) {
 
 void Worker::onEvent(bufferevent*, short what, void* arg) {
   auto* c = static_cast<Connection*>(arg);
+  if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->closing) {
+    // The client is done sending (e.g. shut down its write side after a
+    // pipeline): its requests are answered, so write what it is owed, then close.
+    if (c->worker->verbose_) logLine(c->peer + " finished sending");
+    c->worker->closeAfterWrite(c);
+    return;
+  }
   const char* why = (what & BEV_EVENT_TIMEOUT) ? "idle timeout" : (what & BEV_EVENT_EOF) ? "closed by peer" : "socket error";
   c->worker->close(c, why);
 }

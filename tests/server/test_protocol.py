@@ -157,6 +157,19 @@ class Basic(unittest.TestCase):
             self.assertEqual(request(s, b"verbosity 0 noreply\r\nmn\r\n"), b"MN\r\n")
         c.close()
 
+    def test_replies_are_written_after_the_client_shuts_down_its_side(self):
+        with self.server.connect() as s:
+            s.sendall(b"set hc 0 0 2\r\nhi\r\n" + b"get hc\r\n" * 100)
+            s.shutdown(socket.SHUT_WR)
+            got = b""
+            s.settimeout(10)
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                got += chunk
+            self.assertEqual(got, b"STORED\r\n" + b"VALUE hc 0 2\r\nhi\r\nEND\r\n" * 100)
+
     def test_quit_closes(self):
         with self.server.connect() as s:
             s.sendall(b"quit\r\n")
