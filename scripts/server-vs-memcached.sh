@@ -77,10 +77,13 @@ start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
     tiercache_config "$2"
     "$tc_bin" --config "$work/tc.json" -p "$port" -t "$threads" >"$work/server.log" 2>&1 &
   else
-    "$mc_bin" -U 0 -l 127.0.0.1 -p "$port" -m "$dram_mb" -t "$threads" -c 1024 >"$work/server.log" 2>&1 &
+    # memcached refuses to run as root unless told which user to be.
+    local as_user=()
+    [[ $EUID -eq 0 ]] && as_user=(-u root)
+    "$mc_bin" "${as_user[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$dram_mb" -t "$threads" -c 1024 >"$work/server.log" 2>&1 &
   fi
   pid=$!
-  wait_port "$port"
+  wait_port "$port" || { cat "$work/server.log" >&2; exit 1; }
 }
 
 stop_server() { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
