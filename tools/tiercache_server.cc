@@ -10,6 +10,7 @@
 // persistent tier then restarts warm). Exit status: 0 after a clean stop,
 // 2 for a usage or config error, 1 for a start-up failure.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -92,8 +93,23 @@ int main(int argc, char** argv) {
     }
   }
   if (configPath.empty()) {
-    configPath = TIERCACHE_DEFAULT_SERVER_CONFIG;
-    if (!exists(configPath) && exists(TIERCACHE_SOURCE_SERVER_CONFIG)) configPath = TIERCACHE_SOURCE_SERVER_CONFIG;
+    // The install this binary belongs to (prefix/bin/.. /share/...), wherever it
+    // was installed to; then the configured prefix; then the source tree (a build tree).
+    std::string candidates[3] = {"", TIERCACHE_DEFAULT_SERVER_CONFIG, TIERCACHE_SOURCE_SERVER_CONFIG};
+    char exe[4096];
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+      std::string dir(exe, static_cast<size_t>(n));
+      dir = dir.substr(0, dir.rfind('/'));
+      candidates[0] = dir + "/../" TIERCACHE_DATADIR "/tiercache/configs/server.json";
+    }
+    configPath = candidates[1];
+    for (const std::string& c : candidates) {
+      if (!c.empty() && exists(c)) {
+        configPath = c;
+        break;
+      }
+    }
   }
 
   tiercache::CacheConfig cacheConfig;
