@@ -134,6 +134,9 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
         if (v.size() != 1) return error("CLIENT_ERROR bad token in command line format", swallow);
         m.mode = v[0];
         break;
+      case 'b':
+        // Base64 keys are not decoded here; refusing beats storing under the encoded name.
+        return error("CLIENT_ERROR base64 keys (b flag) are not supported", swallow);
       default:
         break;  // flags without a token (v, k, c, f, t, s, q, ...) or ignored ones
     }

@@ -81,6 +81,9 @@ TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
   EXPECT_EQ(p.swallow, 5u);
   EXPECT_EQ(parse("ma key MX", r).error, "CLIENT_ERROR invalid mode for ma M token");
   EXPECT_EQ(parse("ma key Dx", r).error, "CLIENT_ERROR invalid numeric delta value");
+  p = parse("ms a2V5 2 b", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR base64 keys (b flag) are not supported");
+  EXPECT_EQ(p.swallow, 4u);
 }
 
 TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
