@@ -526,7 +526,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
     code = cache_.remove(key) ? "HD" : "NF";
   }
   c.add(code[0] == 'H' ? c.delete_hits : c.delete_misses);
-  if (m.has('q') && code[0] != 'E') return;  // q hides HD and NF
+  if (m.has('q') && code[0] == 'H') return;  // q hides HD only, as memcached
   std::string line = code;
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     if (m.order[i] == 'O') line += " O", line.append(m.opaque);
@@ -570,11 +570,11 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   std::string line;
   switch (d) {
     case Delta::kNonNumeric: out.add("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"); return;
-    case Delta::kNotFound: if (m.has('q')) return; line = "NF"; break;
+    case Delta::kNotFound: line = "NF"; break;
     case Delta::kExists: line = "EX"; break;
     case Delta::kFailed: line = "NS"; break;
     case Delta::kOk:
-      if (m.has('q') && !m.has('v')) return;
+      if (m.has('q')) return;  // q hides success, value or not, as memcached
       if (m.has('v')) {
         std::string num;
         addNumber(num, v);

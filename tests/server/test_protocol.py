@@ -186,7 +186,9 @@ class Basic(unittest.TestCase):
             self.assertEqual(request(s, b"ms mk 2 q\r\nhi\r\nmn\r\n"), b"MN\r\n")
             self.assertEqual(request(s, b"md mk\r\n"), b"HD\r\n")
             self.assertEqual(request(s, b"md mk\r\n"), b"NF\r\n")
-            self.assertEqual(request(s, b"md mk q\r\nmn\r\n"), b"MN\r\n")
+            # q hides HD only: a miss still says NF, as memcached does.
+            self.assertEqual(request(s, b"md mk q\r\nmn\r\n", b"MN\r\n"), b"NF\r\nMN\r\n")
+            self.assertEqual(request(s, b"ms mk 1\r\nx\r\nmd mk q\r\nmn\r\n", b"MN\r\n"), b"HD\r\nMN\r\n")
 
     def test_many_concurrent_connections(self):
         errors = []
