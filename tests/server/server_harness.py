@@ -56,7 +56,8 @@ class Server:
         return self.proc.stdout.readline()
 
     def log(self):
-        self.stderr.flush()
+        if not self.stderr.closed:
+            self.stderr.flush()
         with open(self.stderr_path) as f:
             return f.read()
 
@@ -81,8 +82,13 @@ class Server:
         return self
 
     def __exit__(self, *exc):
-        self.stop()
+        # A clean stop exits 0; a sanitizer report (ASan, LSan, UBSan, TSan)
+        # or a crash does not, and fails the test that used this server.
+        rc = self.stop()
+        log = self.log() if rc != 0 else ""
         self.tmp.cleanup()
+        if rc != 0 and (not exc or exc[0] is None):
+            raise AssertionError("tiercache-server exited with %s; stderr:\n%s" % (rc, log[-4000:]))
 
 
 def recv_until(sock, terminator, limit=64 << 20, timeout=10):
