@@ -97,6 +97,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 // cleanly; then members go in reverse order: index and allocators before
 // the tiers whose memory they point into.
 Cache::~Cache() {
+  closing_.store(true, std::memory_order_relaxed);
   reaper_->stop();
   movers_->stop();
   closePersistentTiers();
@@ -224,6 +225,17 @@ bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool id
   return true;
 }
 
+WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
+  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocate(key, valueSize);
+  if (h) {
+    if (ttl != Ttl::zero()) {
+      h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+    }
+    h.item()->flags = flags;
+  }
+  return h;
+}
+
 bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
   return publish(std::move(handle), InsertCondition{}, true).existed;
@@ -231,15 +243,11 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
 
 bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
   counters_->sets.add();
-  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, value.size()) : allocate(key, value.size());
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     counters_->setFailures.add();
     return false;
   }
-  if (ttl != Ttl::zero()) {
-    h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
-  }
-  h.item()->flags = flags;
   std::memcpy(h.data(), value.data(), value.size());
   insertOrReplace(std::move(h));
   return true;

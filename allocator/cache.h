@@ -151,6 +151,9 @@ class Cache {
   // removed or moved meanwhile may be missed. fn runs with no cache lock
   // held (the handle pins the item) and may call into the cache.
   void forEachItem(const std::function<void(const ReadHandle&)>& fn);
+  // One full sweep of the reaper now, on the caller's thread (the reaper
+  // thread does the same a slice per second). Returns the items reclaimed.
+  size_t reapExpired();
 
   PoolId poolId(std::string_view name) const;  // throws std::out_of_range
   size_t poolCount() const;
@@ -192,6 +195,9 @@ class Cache {
   // end); returns the items looked at, *reaped the ones unlinked.
   size_t reapSome(uint64_t begin, uint64_t end, size_t& reaped);
   ReadHandle findHashed(std::string_view key, uint64_t hash);
+  // The slot the copying API (set, add, CAS, touch) writes: durable_sets
+  // picks the first persistent tier.
+  WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags);
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.
@@ -247,6 +253,9 @@ class Cache {
   mutable std::atomic<uint64_t> flushSeq_{0};
   mutable std::atomic<uint32_t> pendingFlushAt_{0};
   std::atomic<bool> deadlinesSeen_{false};
+  // Set by the destructor: items dropped while closing (demote_on_shutdown)
+  // get no callback, like the items that vanish with the cache.
+  std::atomic<bool> closing_{false};
   // Last: its threads stop before anything they use is destroyed.
   std::unique_ptr<MoverState> movers_;
   std::unique_ptr<ItemReaper> reaper_;

@@ -39,6 +39,9 @@ uint32_t Cache::nowSeconds() const {
 
 LiveCheck Cache::liveCheck() const {
   LiveCheck c;
+  // No item ever had a deadline and no flush happened: nothing can be dead,
+  // and the hot paths read no clock.
+  if (!deadlinesSeen_.load(std::memory_order_relaxed)) return c;
   c.now = nowSeconds();
   // A delayed flush takes effect at the first look after its time: the
   // sequence number then marks everything stored before as flushed.
@@ -65,7 +68,7 @@ bool Cache::isExpired(const Item& item) const {
 
 void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
   if (cause == RemoveCause::kExpired) counters_->expired.fetch_add(1, std::memory_order_relaxed);
-  if (!hooks_.onRemove) return;
+  if (!hooks_.onRemove || closing_.load(std::memory_order_relaxed)) return;
   counters_->removeCallbacks.fetch_add(1, std::memory_order_relaxed);
   hooks_.onRemove(RemovedItem{item.key(), item.value(), item.flags, cause});
 }
@@ -75,14 +78,14 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();
+  if (item->expiry != 0 && !deadlinesSeen_.load(std::memory_order_relaxed)) {
+    deadlinesSeen_.store(true, std::memory_order_relaxed);
+  }
   InsertCondition cond = condIn;
   cond.live = liveCheck();
   // The replaced item is pinned so that its callback can read it, and so
   // that whoever unlinks an item is the one who reports it.
   cond.pinOld = true;
-  if (item->expiry != 0 && !deadlinesSeen_.load(std::memory_order_relaxed)) {
-    deadlinesSeen_.store(true, std::memory_order_relaxed);
-  }
   item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   const InsertOutcome out = index_->insertIf(ref, item, hashKey(item->key()), cond);
@@ -118,7 +121,7 @@ bool Cache::insert(WriteHandle&& handle) {
 
 bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
   counters_->sets.add();
-  WriteHandle h = allocate(key, value.size(), ttl, flags);
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     counters_->setFailures.add();
     return false;
@@ -138,7 +141,7 @@ CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {
 
 CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::string_view value, Ttl ttl,
                                 uint32_t flags) {
-  WriteHandle h = allocate(key, value.size(), ttl, flags);
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     // Tell "absent" from "no room", as a server must.
     ReadHandle cur = peek(key);
@@ -158,10 +161,9 @@ bool Cache::touch(std::string_view key, Ttl ttl) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     ReadHandle cur = peek(key);
     if (!cur) return false;
-    const AllocationClass* owner = table_->owner(cur.ref());
+    const auto pool = static_cast<PoolId>(table_->owner(cur.ref())->pool());
     WriteHandle w = config_.persistence.durable_sets ? allocateDurable(key, cur.value().size())
-                                                     : allocate(static_cast<PoolId>(owner->pool()), key,
-                                                                cur.value().size());
+                                                     : allocate(pool, key, cur.value().size());
     if (!w) return false;
     std::memcpy(w.data(), cur.value().data(), cur.value().size());
     w.item()->flags = cur.item()->flags;
@@ -246,6 +248,12 @@ size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {
   }
   reaped = dead.size();
   return scanned;
+}
+
+size_t Cache::reapExpired() {
+  const uint64_t before = reaper_->stats().reaped;
+  reaper_->sweep();
+  return reaper_->stats().reaped - before;
 }
 
 // ---- handles ----

@@ -110,6 +110,7 @@ void Cache::recoverPersistentTiers() {
                 nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
               }
               ac.policy().add(ref.raw());
+              if (item->expiry != 0) deadlinesSeen_.store(true, std::memory_order_relaxed);
               ++counters_->recoveredItems;
               continue;
             }

@@ -21,6 +21,7 @@ double rate(uint64_t n, double seconds) { return seconds > 0 ? double(n) / secon
 struct CacheDelta {
   uint64_t alloc_attempts, alloc_success, evictions, gets, hits;
   uint64_t background_evictions, background_runs, demotions, promotions;
+  uint64_t expired, reaped;  // dead items reclaimed (any path), of which by the reaper
 };
 
 CacheDelta delta(const WorkloadResult& r) {
@@ -34,7 +35,9 @@ CacheDelta delta(const WorkloadResult& r) {
                     a.background_evictions - b.background_evictions,
                     a.background_evictor.runs - b.background_evictor.runs,
                     a.demotions - b.demotions,
-                    a.promotions - b.promotions};
+                    a.promotions - b.promotions,
+                    a.expired - b.expired,
+                    a.reaped - b.reaped};
 }
 
 std::string sformat(const char* fmt, auto... args) {
@@ -119,6 +122,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += sformat("Alloc Attempts: %s Success: %.2f%%\n", withCommas(d.alloc_attempts).c_str(),
               pct(d.alloc_success, d.alloc_attempts));
   s += sformat("Evictions     : %s\n", withCommas(d.evictions).c_str());
+  s += sformat("Expired       : %s (reaped %s)\n", withCommas(d.expired).c_str(), withCommas(d.reaped).c_str());
   if (r.after.background_evictor.threads > 0)
     s += sformat("Background evictions: %s in %s runs\n", withCommas(d.background_evictions).c_str(),
                  withCommas(d.background_runs).c_str());
@@ -180,6 +184,8 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
         {"background_evictor_runs", d.background_runs},
         {"demotions", d.demotions},
         {"promotions", d.promotions},
+        {"expired", d.expired},
+        {"reaped", d.reaped},
         {"gets", d.gets},
         {"hits", d.hits},
         {"hit_ratio", d.gets ? double(d.hits) / double(d.gets) : 0.0},

@@ -92,7 +92,7 @@ TEST_F(BenchCliTest, ValueLargerThanTheCacheStoresIsAConfigError) {
 TEST_F(BenchCliTest, TextReport) {
   ASSERT_EQ(run({"--config", write(config())}), kExitOk) << err_.str();
   const std::string out = out_.str();
-  for (const char* line : {"== Test Results ==\n", "Items in dram : ", "Alloc Attempts: ", "Evictions     : ",
+  for (const char* line : {"== Test Results ==\n", "Items in dram : ", "Alloc Attempts: ", "Evictions     : ", "Expired       : ",
                            "Cache Gets    : ", "Hit Ratio     : ", "get       : ", "set       : ", "del       : ",
                            "Value check failures: 0\n", "Threads       : 2, 6,000 ops in "}) {
     EXPECT_NE(out.find(line), std::string::npos) << "missing \"" << line << "\" in\n" << out;

@@ -12,7 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <random>
+
 #include "allocator/cache.h"
+#include "allocator/expiry.h"
+#include "persistent_test_util.h"
 #include "test_util.h"
 
 namespace tiercache {
@@ -107,6 +115,34 @@ TEST(Lifecycle, DeadlineIsRoundedUpAndReported) {
   EXPECT_FALSE(cache.find("n").expiresAt().has_value());
   ASSERT_TRUE(cache.set("neg", "v", -1s));
   EXPECT_FALSE(cache.find("neg")) << "a negative TTL stores an expired item";
+}
+
+TEST(Lifecycle, ExpiryClockRoundsUpAndLastsUntil2156) {
+  const Clock::time_point t = Clock::time_point(std::chrono::seconds(1'800'000'000)) + 300ms;
+  const uint32_t now = expirySeconds(t);
+  EXPECT_EQ(now, 1'800'000'000u - 1'577'836'800u);
+  EXPECT_EQ(expiryDeadline(t, 0s), 0u) << "0s = never";
+  EXPECT_EQ(expiryDeadline(t, 1s), now + 2) << "rounded up: lives at least 1 s";
+  EXPECT_EQ(expiryDeadline(Clock::time_point(std::chrono::seconds(1'800'000'000)), 1s), now + 1);
+  EXPECT_LE(expiryDeadline(t, -5s), now) << "a negative TTL is already past";
+  EXPECT_GE(expiryDeadline(t, -5s), 1u);
+  EXPECT_EQ(expiryDeadline(t, std::chrono::hours(24 * 365 * 200)), 0u) << "past 2156: never";
+  // The last representable deadline is in February 2156.
+  const auto last = expiryTimePoint(std::numeric_limits<uint32_t>::max());
+  const auto year = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(last)).year();
+  EXPECT_EQ(static_cast<int>(year), 2156);
+  EXPECT_EQ(expirySeconds(kExpiryEpoch - 10s), 0u);
+  LiveCheck live{now, 0};
+  Item item{};
+  item.expiry = now;
+  EXPECT_TRUE(live.dead(item)) << "dead from its deadline second on";
+  item.expiry = now + 1;
+  EXPECT_FALSE(live.dead(item));
+  item.expiry = 0;
+  EXPECT_FALSE(live.dead(item));
+  item.setSeq(5);
+  EXPECT_TRUE((LiveCheck{now, 6}).dead(item)) << "stored before the flush";
+  EXPECT_FALSE((LiveCheck{now, 5}).dead(item));
 }
 
 TEST(Lifecycle, ExpiredItemIsNeverServedInRealTime) {
@@ -265,6 +301,454 @@ TEST(Lifecycle, RemoveCallbackGetsKeyValueFlagsAndCause) {
   EXPECT_EQ(std::get<3>(log.all[0]), RemoveCause::kRemoved);
   EXPECT_FALSE(cache.remove("k"));
   EXPECT_EQ(log.all.size(), 1u);
+}
+
+TEST(Lifecycle, InsertRaceOfEightThreadsHasExactlyOneWinner) {
+  for (int round = 0; round < 50; ++round) {
+    Cache cache(test::smallDramConfig(4 << 20));
+    std::atomic<int> winners{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 8; ++t) {
+      ts.emplace_back([&, t] {
+        while (!go.load()) {
+        }
+        bool won;
+        if (t % 2) {
+          won = cache.add("k", "v" + std::to_string(t));
+        } else {
+          WriteHandle w = cache.allocate("k", 2);
+          std::memcpy(w.data(), ("v" + std::to_string(t)).data(), 2);
+          won = cache.insert(std::move(w));
+        }
+        if (won) winners.fetch_add(1);
+      });
+    }
+    go = true;
+    for (auto& t : ts) t.join();
+    ASSERT_EQ(winners.load(), 1) << "round " << round;
+    ASSERT_EQ(cache.stats().items, 1u);
+    ASSERT_EQ(cache.checkConsistency(), "");
+  }
+}
+
+TEST(Lifecycle, CasCounterFromSeveralThreadsEndsExact) {
+  CallbackLog log;
+  Cache cache(test::smallDramConfig(4 << 20), hooksWith(nullptr, &log));
+  ASSERT_TRUE(cache.set("counter", "0"));
+  constexpr int kThreads = 4, kIncrements = 5000;
+  std::atomic<uint64_t> retries{0};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      for (int i = 0; i < kIncrements;) {
+        ReadHandle h = cache.find("counter");
+        ASSERT_TRUE(h);
+        const uint64_t token = h.casToken();
+        const std::string next = std::to_string(std::stoll(std::string(h.value())) + 1);
+        h.reset();
+        std::this_thread::yield();  // widen the window between read and CAS
+        const CasResult r = cache.compareAndSwap("counter", token, next);
+        ASSERT_NE(r, CasResult::kNotFound);
+        ASSERT_NE(r, CasResult::kNotStored);
+        if (r == CasResult::kStored) {
+          ++i;
+        } else {
+          retries.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(*cache.get("counter"), std::to_string(kThreads * kIncrements));
+  EXPECT_EQ(log.count(RemoveCause::kReplaced), static_cast<size_t>(kThreads * kIncrements));
+  std::printf("CAS retries: %llu\n", static_cast<unsigned long long>(retries.load()));
+}
+
+TEST(Lifecycle, PeekLeavesTheLruOrderAlone) {
+  // One class with room for two items of this size in its one slab: the
+  // third set evicts the least recently used. find("a") would save "a";
+  // peek("a") must not.
+  for (bool usePeek : {false, true}) {
+    CacheConfig cfg = test::smallDramConfig(64 << 10, "lru", 64 << 10);
+    cfg.eviction.lru_refresh_ms = 0;
+    cfg.rebalance.enabled = false;
+    Cache cache(cfg);
+    const std::string v(20000, 'x');
+    ASSERT_TRUE(cache.set("a", v));
+    ASSERT_TRUE(cache.set("b", v));
+    const CacheStats before = cache.stats();
+    if (usePeek) {
+      ASSERT_TRUE(cache.peek("a"));
+      const CacheStats after = cache.stats();
+      EXPECT_EQ(after.gets, before.gets);
+      EXPECT_EQ(after.hits, before.hits);
+    } else {
+      ASSERT_TRUE(cache.find("a"));
+    }
+    ASSERT_TRUE(cache.set("c", v));
+    EXPECT_EQ(static_cast<bool>(cache.peek("a")), !usePeek) << (usePeek ? "peek" : "find");
+    EXPECT_EQ(static_cast<bool>(cache.peek("b")), usePeek) << (usePeek ? "peek" : "find");
+  }
+}
+
+// DRAM + emulated PMEM (a file in /dev/shm), demotion on, sync promotion.
+CacheConfig twoTierConfig() {
+  CacheConfig cfg = test::smallDramConfig(4 << 20, "lru", 64 << 10);
+  TierConfig pmem;
+  pmem.name = "pmem";
+  pmem.kind = TierKind::kPmemFile;
+  pmem.size = 16 << 20;
+  pmem.path = "/dev/shm";
+  cfg.tiers.push_back(pmem);
+  cfg.allocation.max_size = 64 << 10;
+  return cfg;
+}
+
+TEST(Lifecycle, DeadlineAndFlagsSurviveDemotionAndPromotion) {
+  ManualClock clock;
+  CacheConfig cfg = twoTierConfig();
+  cfg.promotion.enabled = true;
+  cfg.promotion.background = false;
+  cfg.promotion.hits = 1;
+  cfg.promotion.upper_free_watermark = 0;
+  CallbackLog log;
+  Cache cache(cfg, hooksWith(&clock, &log));
+  const Clock::time_point t0 = clock.now();
+  const int n = 16000;  // ~8 MB of 500-byte values: more than DRAM
+  for (int i = 0; i < n; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_TRUE(cache.set(k, test::makeValue(k, 0, 500), std::chrono::seconds(1000 + i), static_cast<uint32_t>(i)));
+  }
+  ASSERT_GT(cache.stats().demotions, 0u);
+  // Promotion only moves into free space: free some DRAM.
+  for (int i = 0; i < n; i += 2) {
+    const std::string k = "k" + std::to_string(i);
+    if (ReadHandle h = cache.peek(k); h && h.tier() == 0) {
+      h.reset();
+      cache.remove(k);
+    }
+  }
+  log.all.clear();
+  int lower = 0, promoted = 0;
+  for (int i = 1; i < n; i += 2) {
+    const std::string k = "k" + std::to_string(i);
+    ReadHandle h = cache.peek(k);
+    ASSERT_TRUE(h) << k;
+    if (h.tier() == 0) continue;
+    ++lower;
+    ASSERT_EQ(h.expiresAt(), t0 + std::chrono::seconds(1000 + i)) << k;
+    ASSERT_EQ(h.flags(), static_cast<uint32_t>(i));
+    const uint64_t token = h.casToken();
+    h.reset();
+    ReadHandle f = cache.find(k);  // one hit in a lower tier promotes
+    f.reset();
+    ReadHandle up = cache.peek(k);
+    ASSERT_TRUE(up);
+    if (up.tier() == 0) {
+      ++promoted;
+      EXPECT_EQ(up.expiresAt(), t0 + std::chrono::seconds(1000 + i)) << k;
+      EXPECT_EQ(up.flags(), static_cast<uint32_t>(i));
+      EXPECT_EQ(up.casToken(), token) << "a move keeps the CAS token";
+      EXPECT_EQ(up.value(), test::makeValue(k, 0, 500));
+    }
+    if (promoted >= 50) break;
+  }
+  EXPECT_GT(lower, 0);
+  EXPECT_GT(promoted, 0);
+  EXPECT_TRUE(log.all.empty()) << "moves between tiers are not departures";
+}
+
+TEST(Lifecycle, ExpiredItemsAreDroppedNotDemotedNorPromoted) {
+  ManualClock clock;
+  CacheConfig cfg = twoTierConfig();
+  cfg.promotion.enabled = true;
+  cfg.promotion.background = false;
+  cfg.promotion.hits = 1;
+  cfg.promotion.upper_free_watermark = 0;
+  CallbackLog log;
+  Cache cache(cfg, hooksWith(&clock, &log));
+  const int n = 3000;  // ~1.7 MB: fits DRAM
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(cache.set("dead" + std::to_string(i), std::string(500, 'd'), 10s));
+  }
+  ASSERT_EQ(cache.stats().demotions, 0u);
+  clock.advance(20s);
+  // New items push the class: the dead ones must go first, and not below.
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(cache.set("live" + std::to_string(i), std::string(500, 'l')));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.demotions, 0u) << "dead items are never demoted";
+  EXPECT_EQ(s.tiers[1].items, 0u);
+  EXPECT_GT(s.expired, 0u);
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(cache.peek("live" + std::to_string(i))) << "no live item was evicted";
+  EXPECT_EQ(log.count(RemoveCause::kEvicted), 0u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST(Lifecycle, ReaperReclaimsAClassThatSeesNoAllocations) {
+  ManualClock clock;
+  CallbackLog log;
+  Cache cache(test::smallDramConfig(4 << 20), hooksWith(&clock, &log));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.set("t" + std::to_string(i), std::string(300, 't'), 5s));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.set("p" + std::to_string(i), std::string(300, 'p')));
+  EXPECT_EQ(cache.stats().items, 1000u);
+  clock.advance(5s);
+  EXPECT_EQ(cache.reapExpired(), 500u);
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.items, 500u);
+  EXPECT_GE(s.reaped, 500u);
+  EXPECT_EQ(s.expired, 500u);
+  EXPECT_GT(s.reaper_scanned, 0u);
+  EXPECT_EQ(log.count(RemoveCause::kExpired), 500u);
+  EXPECT_EQ(cache.reapExpired(), 0u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+TEST(Lifecycle, ReaperThreadRunsOnItsOwn) {
+  Cache cache(test::smallDramConfig(4 << 20));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.set("t" + std::to_string(i), "v", 1s));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (cache.stats().reaped < 200 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.reaped, 200u);
+  EXPECT_GT(s.reaper_runs, 0u);
+  EXPECT_EQ(s.items, 0u);
+}
+
+// Callbacks fire exactly once per item that leaves for good, with the right
+// cause, and never for moves: every stored item is either still in the
+// cache at the end or was reported once.
+TEST(Lifecycle, CallbacksExactlyOncePerDepartureUnderStress) {
+  CacheConfig cfg = twoTierConfig();
+  // 20 MiB in all, ~24 MB of keys: the last tier evicts.
+  cfg.promotion.enabled = true;
+  cfg.promotion.hits = 2;
+  cfg.promotion.interval_ms = 1;
+  cfg.promotion.upper_free_watermark = 0;
+  cfg.background_eviction.enabled = true;
+  std::mutex mu;
+  std::map<uint64_t, RemoveCause> reported;  // by CAS token: one item, one token
+  std::atomic<uint64_t> duplicates{0}, badValues{0};
+  CacheHooks hooks;
+  hooks.onRemove = [&](const RemovedItem& r) {
+    if (!test::checkValue(r.key, r.value)) badValues.fetch_add(1);
+    // The token is carried in the flags: unique per stored item.
+    std::lock_guard<std::mutex> g(mu);
+    if (!reported.emplace(r.flags, r.cause).second) duplicates.fetch_add(1);
+  };
+  std::atomic<uint32_t> nextId{1};
+  std::mutex storedMu;
+  std::map<uint32_t, int> storedKind;  // id -> 0 set, 1 replaced-by-later-set candidate
+  {
+    Cache cache(cfg, hooks);
+    std::vector<std::thread> ts;
+    std::atomic<uint64_t> removedOk{0};
+    for (int t = 0; t < 4; ++t) {
+      ts.emplace_back([&, t] {
+        std::mt19937 rng(t);
+        for (int i = 0; i < 30000; ++i) {
+          const std::string k = "k" + std::to_string(rng() % 40000);
+          const int op = rng() % 10;
+          if (op < 5) {
+            const uint32_t id = nextId.fetch_add(1);
+            if (cache.set(k, test::makeValue(k, id, 200 + rng() % 600), 0s, id)) {
+              std::lock_guard<std::mutex> g(storedMu);
+              storedKind[id] = 0;
+            }
+          } else if (op < 6) {
+            if (cache.remove(k)) removedOk.fetch_add(1);
+          } else {
+            ReadHandle h = cache.find(k);
+            if (h && !test::checkValue(k, h.value())) badValues.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    const CacheStats s = cache.stats();
+    EXPECT_GT(s.demotions, 0u);
+    EXPECT_GT(s.promotions, 0u);
+    // Every stored item is either still live or reported exactly once.
+    std::set<uint32_t> live;
+    cache.forEachItem([&](const ReadHandle& h) { live.insert(h.flags()); });
+    std::lock_guard<std::mutex> g(mu);
+    size_t missing = 0, both = 0;
+    for (auto& [id, kind] : storedKind) {
+      const bool isLive = live.count(id) > 0;
+      const bool isReported = reported.count(id) > 0;
+      missing += !isLive && !isReported;
+      both += isLive && isReported;
+    }
+    EXPECT_EQ(missing, 0u) << "items that left without a callback";
+    EXPECT_EQ(both, 0u) << "items reported while still in the cache";
+    EXPECT_EQ(reported.size() + live.size(), storedKind.size());
+    size_t removedCb = 0, evictedCb = 0, replacedCb = 0;
+    for (auto& [id, c] : reported) {
+      removedCb += c == RemoveCause::kRemoved;
+      evictedCb += c == RemoveCause::kEvicted;
+      replacedCb += c == RemoveCause::kReplaced;
+    }
+    EXPECT_EQ(removedCb, removedOk.load());
+    EXPECT_EQ(replacedCb, s.replaces);
+    EXPECT_GT(evictedCb, 0u);
+    EXPECT_EQ(s.remove_callbacks, reported.size() + duplicates.load());
+    EXPECT_EQ(cache.checkConsistency(), "");
+  }
+  EXPECT_EQ(duplicates.load(), 0u);
+  EXPECT_EQ(badValues.load(), 0u);
+}
+
+// TTLs of 1-3 s over a key space 4x what the cache holds.
+TEST(Lifecycle, TtlStressMemoryBoundedExpiredCountersMoveNoWrongValue) {
+  CacheConfig cfg = test::smallDramConfig(4 << 20);
+  cfg.background_eviction.enabled = true;
+  Cache cache(cfg);
+  const int keys = 4 * (4 << 20) / 600;  // ~28K keys of ~400-byte values: 4x the cache
+  std::atomic<uint64_t> wrong{0};
+  std::vector<std::thread> ts;
+  const auto end = std::chrono::steady_clock::now() + 6s;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      while (std::chrono::steady_clock::now() < end) {
+        const std::string k = "s" + std::to_string(rng() % keys);
+        if (rng() % 3 == 0) {
+          cache.set(k, test::makeValue(k, rng(), 300 + rng() % 200), std::chrono::seconds(1 + rng() % 3));
+          // ~4K sets a second in all: the cache turns over in about 2 s,
+          // so some items live to their deadline.
+          std::this_thread::sleep_for(1ms);
+        } else {
+          ReadHandle h = cache.find(k);
+          if (h) {
+            if (!test::checkValue(k, h.value())) wrong.fetch_add(1);
+            const auto exp = h.expiresAt();
+            if (!exp || *exp + 1s < Clock::now()) wrong.fetch_add(1);  // served long past its deadline
+          }
+        }
+      }
+    });
+  }
+  uint64_t maxMapped = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    maxMapped = std::max(maxMapped, cache.stats().tiers[0].mapped_bytes);
+    std::this_thread::sleep_for(100ms);
+  }
+  for (auto& t : ts) t.join();
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_LE(maxMapped, uint64_t{4} << 20);
+  EXPECT_LE(s.tiers[0].mapped_bytes, uint64_t{4} << 20);
+  EXPECT_GT(s.expired, 0u);
+  EXPECT_GT(s.reaped + s.expired, 0u);
+  std::printf("ttl stress: sets %llu, expired %llu, reaped %llu, evictions %llu, items %llu\n",
+              (unsigned long long)s.sets, (unsigned long long)s.expired, (unsigned long long)s.reaped,
+              (unsigned long long)(s.evictions + s.background_evictions), (unsigned long long)s.items);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+class LifecyclePersistentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pool_ = "/dev/shm/tiercache-lifecycle-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".pool";
+    unlink(pool_.c_str());
+  }
+  void TearDown() override { unlink(pool_.c_str()); }
+
+  // Stores short (10 s), long (1000 s) and never-expiring items at clock t0.
+  static void fill(Cache& cache, int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::string s = "short" + std::to_string(i), l = "long" + std::to_string(i),
+                        e = "ever" + std::to_string(i);
+      ASSERT_TRUE(cache.set(s, test::makeValue(s, 1, 200), 10s, 1u));
+      ASSERT_TRUE(cache.set(l, test::makeValue(l, 2, 200), 1000s, 2u));
+      ASSERT_TRUE(cache.set(e, test::makeValue(e, 3, 200), 0s, 3u));
+    }
+  }
+  // Reopens at t0 + 100 s: short ones are gone, the rest keep their deadlines.
+  void checkReopened(int n, const Clock::time_point t0) {
+    ManualClock clock;
+    clock.secs = std::chrono::duration_cast<std::chrono::seconds>(t0.time_since_epoch()).count() + 100;
+    Cache cache(test::persistentConfig(pool_, true), hooksWith(&clock, nullptr));
+    const CacheStats s = cache.stats();
+    EXPECT_EQ(s.expired_at_recovery, static_cast<uint64_t>(n));
+    EXPECT_EQ(s.recovered_items, static_cast<uint64_t>(2 * n));
+    for (int i = 0; i < n; ++i) {
+      const std::string sk = "short" + std::to_string(i), l = "long" + std::to_string(i),
+                        e = "ever" + std::to_string(i);
+      EXPECT_FALSE(cache.peek(sk)) << sk;
+      ReadHandle hl = cache.find(l);
+      ASSERT_TRUE(hl) << l;
+      EXPECT_EQ(hl.value(), test::makeValue(l, 2, 200));
+      EXPECT_EQ(hl.expiresAt(), t0 + 1000s);
+      EXPECT_EQ(hl.flags(), 2u);
+      ReadHandle he = cache.find(e);
+      ASSERT_TRUE(he) << e;
+      EXPECT_EQ(he.value(), test::makeValue(e, 3, 200));
+      EXPECT_FALSE(he.expiresAt().has_value());
+      EXPECT_EQ(he.flags(), 3u);
+    }
+    EXPECT_EQ(cache.checkConsistency(), "");
+  }
+  std::string pool_;
+};
+
+TEST_F(LifecyclePersistentTest, CleanRestartDropsWhatExpiredWhileDown) {
+  const int n = 500;
+  ManualClock clock;
+  const Clock::time_point t0 = clock.now();
+  {
+    Cache cache(test::persistentConfig(pool_, true), hooksWith(&clock, nullptr));
+    fill(cache, n);
+  }
+  checkReopened(n, t0);
+}
+
+TEST_F(LifecyclePersistentTest, AddCasAndTouchWriteDurablyUnderDurableSets) {
+  // Regression: add/compareAndSwap/touch used to allocate in DRAM even
+  // with durable_sets, so an acknowledged write was lost by a crash.
+  Cache cache(test::persistentConfig(pool_, true));
+  ASSERT_TRUE(cache.add("a", "1", 100s));
+  EXPECT_EQ(cache.find("a").tier(), 1u);
+  ASSERT_TRUE(cache.set("c", "1"));
+  EXPECT_EQ(cache.compareAndSwap("c", cache.find("c").casToken(), "2", 100s), CasResult::kStored);
+  EXPECT_EQ(cache.find("c").tier(), 1u);
+  ASSERT_TRUE(cache.touch("c", 200s));
+  EXPECT_EQ(cache.find("c").tier(), 1u);
+}
+
+TEST_F(LifecyclePersistentTest, KillNineRestartDropsWhatExpiredWhileDown) {
+  const int n = 500;
+  ManualClock clock;
+  const Clock::time_point t0 = clock.now();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    {
+      Cache cache(test::persistentConfig(pool_, true), hooksWith(&clock, nullptr));
+      fill(cache, n);
+      const char ok = 'k';
+      if (write(fds[1], &ok, 1) != 1) _exit(3);
+      pause();  // killed here, the cache still open
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  char c = 0;
+  ASSERT_EQ(read(fds[0], &c, 1), 1);
+  close(fds[0]);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  checkReopened(n, t0);
 }
 
 }  // namespace
