@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -103,11 +104,28 @@ const char* typeLabel(Type t) {
 
 ServerConfig ServerConfig::fromJsonString(std::string_view document) {
   Json doc;
+  // The parser keeps the last of two equal keys silently; a key given twice
+  // under "server" is reported (the cache parser leaves this object to us).
+  std::string top, duplicate;
+  std::set<std::string> seen;
+  auto findDuplicates = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::key) {
+      const std::string key = parsed.get<std::string>();
+      if (depth == 1) {
+        top = key;
+        seen.clear();
+      } else if (depth == 2 && top == "server" && !seen.insert(key).second && duplicate.empty()) {
+        duplicate = "server." + key;
+      }
+    }
+    return true;
+  };
   try {
-    doc = Json::parse(document.begin(), document.end());
+    doc = Json::parse(document.begin(), document.end(), findDuplicates);
   } catch (const Json::parse_error& e) {
     throw ConfigError("", std::string("invalid JSON: ") + e.what());
   }
+  if (!duplicate.empty()) throw ConfigError(duplicate, "key appears more than once");
   if (!doc.is_object()) throw ConfigError("", "the config must be a JSON object");
   ServerConfig c;
   auto it = doc.find("server");

@@ -123,6 +123,9 @@ TEST(ServerConfig, ErrorsNameTheField) {
   EXPECT_EQ(error(R"({"server": {"max_item_size": "1MB"}})").rfind("server.max_item_size: ", 0), 0u);
   EXPECT_EQ(error(R"({"server": {"prot": 1}})").rfind("server.prot: unknown key", 0), 0u);
   EXPECT_EQ(error(R"({"server": 3})"), "server: must be an object");
+  EXPECT_EQ(error(R"({"server": {"port": 1, "threads": 2, "port": 2}})"), "server.port: key appears more than once");
+  EXPECT_EQ(error(R"({"workload": {"x": 1}, "server": {"x": {"port": 1}, "port": 2}})").rfind("server.x: unknown", 0),
+            0u);
 }
 
 TEST(ServerConfig, CacheParserAcceptsTheServerObject) {
