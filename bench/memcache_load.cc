@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,6 +91,9 @@ Options parse(int argc, char** argv) {
 class KeyPicker {
  public:
   KeyPicker(uint64_t n, double alpha) : n_(n) {
+    // A multiplier coprime to n makes rank -> key a permutation of [0, n).
+    mult_ = 2654435761u % n;
+    while (n > 1 && std::gcd(mult_, n) != 1) ++mult_;
     if (alpha <= 0) return;
     cdf_.resize(n);
     double sum = 0;
@@ -100,12 +104,13 @@ class KeyPicker {
     if (cdf_.empty()) return rng() % n_;
     double u = std::uniform_real_distribution<double>(0, 1)(rng);
     uint64_t r = std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin();
-    // Spread popular ranks over the key space so they do not share a hash neighbourhood by accident.
-    return (r * 0x9E3779B97F4A7C15ull) % n_;
+    // Spread popular ranks over the key space (a bijection, so every rank keeps its own key).
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(r) * mult_) % n_);
   }
 
  private:
   uint64_t n_;
+  uint64_t mult_ = 1;
   std::vector<double> cdf_;
 };
 

@@ -6,7 +6,7 @@
 #
 #   scripts/server-vs-memcached.sh [ROUNDS]      (default 2 rounds per workload)
 #
-# Workloads (both Zipf 0.99, 90% gets with look-aside fill, 512-byte values):
+# Workloads (both Zipf 0.99 unless ZIPF is set, 90% gets with look-aside fill, 512-byte values):
 #   fits   a key space whose items fit in the DRAM budget;
 #   4x     a key space 4x the DRAM budget: tiercache gets DRAM plus an
 #          emulated-PMEM tier (file on /dev/shm) of 4x DRAM, memcached the same
@@ -14,7 +14,8 @@
 # CPU per request = server process CPU time (utime+stime from /proc) during
 # the measured run / requests served.
 # Env: DRAM_MB (64), SECONDS_PER_RUN (10), CONNECTIONS (4), DEPTH (16),
-# SERVER_THREADS (2), VALUE_SIZE (512), TIERCACHE_SERVER, LOAD, MEMCACHED.
+# SERVER_THREADS (2), VALUE_SIZE (512), ZIPF (0.99; 0 = uniform keys),
+# TIERCACHE_SERVER, LOAD, MEMCACHED.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +26,7 @@ conns="${CONNECTIONS:-4}"
 depth="${DEPTH:-16}"
 threads="${SERVER_THREADS:-2}"
 vsize="${VALUE_SIZE:-512}"
+zipf="${ZIPF:-0.99}"
 tc_bin="${TIERCACHE_SERVER:-$root/build/tools/tiercache-server}"
 load_bin="${LOAD:-$root/build/bench/tiercache-memcache-load}"
 mc_bin="${MEMCACHED:-/usr/bin/memcached}"
@@ -92,11 +94,11 @@ run() {  # run NAME WORKLOAD KEYS PMEM_MB -> prints a result line
   start_server "$1" "$4"
   # Prepopulate, then a short warm-up, then the measured run.
   "$load_bin" --server "127.0.0.1:$port" --keys "$3" --value-size "$vsize" --seconds 2 --connections "$conns" \
-    --depth "$depth" --prepopulate >/dev/null
+    --depth "$depth" --zipf "$zipf" --prepopulate >/dev/null
   local t0 t1 out
   t0=$(cpu_ticks "$pid")
   out=$("$load_bin" --server "127.0.0.1:$port" --keys "$3" --value-size "$vsize" --seconds "$secs" \
-        --connections "$conns" --depth "$depth" --seed 7)
+        --connections "$conns" --depth "$depth" --seed 7 --zipf "$zipf")
   t1=$(cpu_ticks "$pid")
   stop_server
   local ops
