@@ -24,12 +24,6 @@ namespace {
 
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
 
-// The reaper looks at this many index buckets per run, once a second: a
-// table of 2^20 buckets is swept in about 16 s, at a few milliseconds of
-// work per run.
-constexpr uint64_t kReaperBucketsPerRun = 65536;
-constexpr std::chrono::milliseconds kReaperInterval{1000};
-
 }  // namespace
 
 Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hooks_(hooks) {
@@ -84,13 +78,14 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   movers_ = std::make_unique<MoverState>(*this, config_);
   recoverPersistentTiers();
   startBackgroundWorkers();
-  reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), kReaperBucketsPerRun, kReaperInterval,
+  reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
+                                         std::chrono::milliseconds(config_.reaper.interval_ms),
                                          [this](uint64_t begin, uint64_t end) {
                                            ItemReaper::Slice s;
                                            s.scanned = reapSome(begin, end, s.reaped);
                                            return s;
                                          });
-  reaper_->start();
+  if (config_.reaper.enabled) reaper_->start();
 }
 
 // Background threads stop first; then the persistent tiers are closed
@@ -402,12 +397,13 @@ std::string Cache::checkConsistency() const {
   struct Restart {
     MoverState& m;
     ItemReaper& r;
+    bool reaperOn;
     ~Restart() {
       for (auto& e : m.evictors) e->start();
       if (m.promoter) m.promoter->start();
-      r.start();
+      if (reaperOn) r.start();
     }
-  } restart{*movers_, *reaper_};
+  } restart{*movers_, *reaper_, config_.reaper.enabled};
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

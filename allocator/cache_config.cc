@@ -131,6 +131,7 @@ enum class Section : uint8_t {
   kBackgroundEviction,
   kPromotion,
   kPersistence,
+  kReaper,
 };
 
 // How a section's keys are written in docs (and prefixed in key paths).
@@ -147,6 +148,7 @@ std::string_view sectionPrefix(Section s) {
     case Section::kBackgroundEviction: return "background_eviction";
     case Section::kPromotion: return "promotion";
     case Section::kPersistence: return "persistence";
+    case Section::kReaper: return "reaper";
   }
   return "";
 }
@@ -447,6 +449,8 @@ const std::vector<Option>& options() {
        .description = "Moving items that are hit in a lower tier up to the tier above.", .child = Section::kPromotion},
       {.section = Section::kTop, .name = "persistence", .type = Type::kObject,
        .description = "Persistent tiers (see docs/persistence.md).", .child = Section::kPersistence},
+      {.section = Section::kTop, .name = "reaper", .type = Type::kObject,
+       .description = "The thread that reclaims expired items in every class and tier.", .child = Section::kReaper},
       {.section = Section::kTop, .name = "workload", .type = Type::kIgnored,
        .description = "Read by tiercache-bench; the cache accepts it with any content and ignores it."},
       {.section = Section::kTop, .name = "server", .type = Type::kIgnored,
@@ -629,6 +633,19 @@ const std::vector<Option>& options() {
        .description = "On a clean shutdown, items of the tiers above the first persistent tier are demoted into "
                       "it while it has room (needs demotion.enabled).",
        .field = TC_FIELD(c.persistence.demote_on_shutdown)},
+
+      // ---- reaper
+      {.section = Section::kReaper, .name = "enabled", .type = Type::kBool,
+       .description = "Run the reaper thread. Off: expired items are reclaimed only by reads, writes and eviction walks "
+                      "(and Cache::reapExpired()).",
+       .field = TC_FIELD(c.reaper.enabled)},
+      {.section = Section::kReaper, .name = "interval_ms", .type = Type::kCount,
+       .description = "Milliseconds between reaper runs.",
+       .field = TC_FIELD(c.reaper.interval_ms), .min = 1, .max = 3600000},
+      {.section = Section::kReaper, .name = "buckets_per_run", .type = Type::kCount,
+       .description = "Index buckets one run looks at (one stripe lock at a time): bounds the work of a run; a "
+                      "sweep of the index takes 2^index.bucket_power / buckets_per_run runs.",
+       .field = TC_FIELD(c.reaper.buckets_per_run), .min = 1, .max = 1u << 30},
   };
   return kOptions;
 }

@@ -138,6 +138,15 @@ struct PersistenceConfig {
   friend bool operator==(const PersistenceConfig&, const PersistenceConfig&) = default;
 };
 
+// The reaper thread that reclaims expired items (docs/design.md, "Item lifecycle").
+struct ReaperConfig {
+  bool enabled = true;
+  uint32_t interval_ms = 1000;       // between runs
+  uint32_t buckets_per_run = 65536;  // index buckets looked at per run: bounds the work of one run
+
+  friend bool operator==(const ReaperConfig&, const ReaperConfig&) = default;
+};
+
 struct CacheConfig {
   // Largest allocation class the config accepts (allocation.max_size and
   // explicit sizes are checked against it).
@@ -162,6 +171,7 @@ struct CacheConfig {
   BackgroundEvictionConfig background_eviction;
   PromotionConfig promotion;
   PersistenceConfig persistence;
+  ReaperConfig reaper;
 
   // Parse a JSON document / file; throws ConfigError (and validates).
   static CacheConfig fromJsonString(std::string_view json);

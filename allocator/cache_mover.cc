@@ -91,7 +91,7 @@ size_t Cache::evictFrom(AllocationClass& ac, size_t n, CompressedRef* reuse, boo
       Item* item = table_->item(ref);
       bool moved = false;
       // Dead items are dropped, never demoted: they would waste far memory.
-      const bool dead = isExpired(*item);
+      const bool dead = live.dead(*item);  // one clock read per batch, not per item
       if (demote && !dead) {
         const CompressedRef dst = obtainSlot(tier + 1, ac.pool(), ac.id(), background);
         moved = dst && copyAndSwap(item, ref, dst);

@@ -95,6 +95,10 @@ void Cache::recoverPersistentTiers() {
           // Expired while the cache was down: dropped (no callback: the
           // cache is not built yet), its slot freed and made durable.
           if (committed && item->expiry != 0 && item->expiry <= recoveryNow) {
+            // Its sequence number stays used: a later copy must order after it.
+            if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
+              nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
+            }
             ++counters_->expiredAtRecovery;
             dirty = true;
             item->checksum = 0;

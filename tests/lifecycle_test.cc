@@ -519,6 +519,30 @@ TEST(Lifecycle, ReaperThreadRunsOnItsOwn) {
   EXPECT_EQ(s.items, 0u);
 }
 
+TEST(Lifecycle, ReaperCanBeTurnedOffAndTuned) {
+  CacheConfig off = test::smallDramConfig(4 << 20);
+  off.reaper.enabled = false;
+  ManualClock clock;
+  Cache cache(off, hooksWith(&clock, nullptr));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(cache.set("t" + std::to_string(i), "v", 1s));
+  clock.advance(2s);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(cache.stats().reaper_runs, 0u) << "no reaper thread";
+  EXPECT_EQ(cache.stats().items, 100u);
+  EXPECT_EQ(cache.checkConsistency(), "");  // does not start it either
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(cache.stats().reaper_runs, 0u);
+  EXPECT_EQ(cache.reapExpired(), 100u) << "an explicit sweep still works";
+  // 2^16 buckets at 4096 per run: a sweep is 16 runs.
+  CacheConfig tuned = test::smallDramConfig(4 << 20);
+  tuned.reaper.enabled = false;
+  tuned.reaper.buckets_per_run = 4096;
+  Cache small(tuned);
+  small.reapExpired();
+  EXPECT_EQ(small.stats().reaper_runs, 17u) << "16 runs per sweep, plus one for a mid-table cursor";
+  EXPECT_EQ(small.stats().reaper_sweeps, 1u);
+}
+
 // Callbacks fire exactly once per item that leaves for good, with the right
 // cause, and never for moves: every stored item is either still in the
 // cache at the end or was reported once.
