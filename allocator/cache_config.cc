@@ -453,6 +453,8 @@ const std::vector<Option>& options() {
        .description = "The thread that reclaims expired items in every class and tier.", .child = Section::kReaper},
       {.section = Section::kTop, .name = "workload", .type = Type::kIgnored,
        .description = "Read by tiercache-bench; the cache accepts it with any content and ignores it."},
+      {.section = Section::kTop, .name = "server", .type = Type::kIgnored,
+       .description = "Read by tiercache-server (see docs/server.md); the cache accepts it and ignores it."},
 
       // ---- tiers[]
       {.section = Section::kTier, .name = "name", .type = Type::kString,
@@ -824,7 +826,7 @@ class DuplicateKeyFinder {
         Frame& f = stack_.back();
         f.key = parsed.get<std::string>();
         // The workload object is the bench's: its content is not ours to judge.
-        const bool inWorkload = stack_.size() > 1 && stack_.front().key == "workload";
+        const bool inWorkload = stack_.size() > 1 && (stack_.front().key == "workload" || stack_.front().key == "server");
         if (!f.keys.insert(f.key).second && duplicate_.empty() && !inWorkload) duplicate_ = path();
         break;
       }

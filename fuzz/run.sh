@@ -12,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-${TIERCACHE_FUZZ_SECONDS:-60}}"
 dir="${TIERCACHE_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 [[ "$dir" = /* ]] || dir="$root/$dir"
-targets=(tiercache_pool_fuzzer)
+targets=(tiercache_pool_fuzzer tiercache_protocol_fuzzer)
 
 cxx="${FUZZ_CXX:-clang++}"
 if ! command -v "$cxx" >/dev/null; then
@@ -33,6 +33,14 @@ for t in "${targets[@]}"; do
   corpus="$dir/corpus/$t"
   artifacts="$dir/artifacts/$t/"
   mkdir -p "$corpus" "$artifacts"
+  if [[ "$t" == tiercache_protocol_fuzzer && -z "$(ls -A "$corpus")" ]]; then
+    # Seeds: one request of each kind, as clients send them.
+    printf 'set k 0 0 5\r\nhello\r\nget k\r\n' >"$corpus/seed-set"
+    printf 'gets a b c\r\ngat 10 a\r\ncas k 1 2 3 4 noreply\r\n' >"$corpus/seed-get"
+    printf 'incr n 5\r\ndecr n 1 noreply\r\ntouch k 10\r\ndelete k 0 noreply\r\nflush_all 5 noreply\r\n' >"$corpus/seed-misc"
+    printf 'mg k v f t c s k Oab q\r\nms k 2 T10 F3 MA C9 I\r\nhi\r\nmd k q C1\r\nma k N0 J5 D2 MD v\r\nmn\r\n' >"$corpus/seed-meta"
+    printf 'stats tiers\r\nverbosity 1\r\nversion\r\nquit\r\n' >"$corpus/seed-admin"
+  fi
   if [[ -z "$(ls -A "$corpus")" ]]; then
     # Seeds: the untouched pool, and each flag alone (see the target's header).
     for f in 00 01 02 03 04 08 09 10 11; do printf "\\x$f" >"$corpus/seed-$f"; done
@@ -49,7 +57,9 @@ for t in "${targets[@]}"; do
   log="$dir/$t.log"
   echo "=== fuzz: $t for ${seconds}s (log: $log)"
   rc=0
-  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=320 -len_control=0 \
+  maxlen=320
+  [[ "$t" == tiercache_protocol_fuzzer ]] && maxlen=4096
+  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len="$maxlen" -len_control=0 \
     -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
   if ((rc != 0)); then

@@ -1,0 +1,725 @@
+// memcached semantics over the Cache API (see commands.h).
+#include "commands.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+#include <span>
+
+namespace tiercache::server {
+
+using std::chrono::seconds;
+using std::chrono::system_clock;
+
+namespace {
+
+constexpr int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
+constexpr int kCasRetries = 1000;                       // bounded work for read-modify-write loops
+
+int64_t nowUnix() { return std::chrono::duration_cast<seconds>(system_clock::now().time_since_epoch()).count(); }
+
+void addNumber(std::string& s, uint64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  s.append(buf, p);
+}
+void addSigned(std::string& s, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  s.append(buf, p);
+}
+
+void reply(ReplySink& out, const Request& r, std::string_view line) {
+  if (r.noreply) return;
+  out.add(line);
+  out.add("\r\n");
+}
+
+// ---- the Cache calls the protocol needs ------------------------------------
+
+enum class Stored : uint8_t { kStored, kExists, kNotFound, kNotStored };
+
+Stored fromCas(CasResult r) {
+  switch (r) {
+    case CasResult::kStored: return Stored::kStored;
+    case CasResult::kExists: return Stored::kExists;
+    case CasResult::kNotFound: return Stored::kNotFound;
+    case CasResult::kNotStored: return Stored::kNotStored;
+  }
+  return Stored::kNotStored;
+}
+uint32_t flagsOf(const ReadHandle& h) { return h.flags(); }
+uint64_t casOf(const ReadHandle& h) { return h.casToken(); }
+Stored compareAndSwap(Cache& c, std::string_view key, uint64_t token, std::string_view v, seconds ttl, uint32_t flags) {
+  return fromCas(c.compareAndSwap(key, token, v, ttl, flags));
+}
+bool touchKey(Cache& c, std::string_view key, seconds ttl) { return c.touch(key, ttl); }
+ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
+
+// Seconds left before h expires; -1 = never (memcached's "t" and ttl reply).
+int64_t ttlLeft(const ReadHandle& h) {
+  auto at = h.expiresAt();
+  if (!at) return -1;
+  auto left = std::chrono::ceil<seconds>(*at - system_clock::now()).count();
+  return left < 0 ? 0 : left;
+}
+
+// The TTL that keeps h's current deadline when its value is rewritten.
+seconds keepTtl(const ReadHandle& h) {
+  int64_t left = ttlLeft(h);
+  if (left < 0) return seconds(0);
+  return seconds(left < 1 ? 1 : left);
+}
+
+}  // namespace
+
+std::optional<seconds> ttlFromExptime(int64_t exptime, int64_t now) {
+  if (exptime == 0) return seconds(0);
+  if (exptime < 0) return std::nullopt;
+  if (exptime <= kRelativeLimit) return seconds(exptime);
+  if (exptime <= now) return std::nullopt;
+  return seconds(exptime - now);
+}
+
+CommandHandler::CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state)
+    : cache_(cache), config_(config), state_(state) {}
+
+Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c) {
+  switch (r.command) {
+    case Command::kGet:
+    case Command::kGets:
+    case Command::kGat:
+    case Command::kGats:
+      get(r, out, c);
+      return Next::kContinue;
+    case Command::kDelete: {
+      if (cache_.remove(r.keys[0])) {
+        c.add(c.delete_hits);
+        reply(out, r, "DELETED");
+      } else {
+        c.add(c.delete_misses);
+        reply(out, r, "NOT_FOUND");
+      }
+      return Next::kContinue;
+    }
+    case Command::kIncr:
+    case Command::kDecr:
+      arithmetic(r, out, c);
+      return Next::kContinue;
+    case Command::kTouch: {
+      c.add(c.cmd_touch);
+      auto ttl = ttlFromExptime(r.exptime, nowUnix());
+      bool found = ttl ? touchKey(cache_, r.keys[0], *ttl) : cache_.remove(r.keys[0]);
+      c.add(found ? c.touch_hits : c.touch_misses);
+      reply(out, r, found ? "TOUCHED" : "NOT_FOUND");
+      return Next::kContinue;
+    }
+    case Command::kFlushAll: {
+      c.add(c.cmd_flush);
+      // flush_all N: items stored before N seconds from now read as absent from then on.
+      const auto delay = r.exptime > 0 ? ttlFromExptime(r.exptime, nowUnix()) : std::nullopt;
+      cache_.flush(delay.value_or(seconds(0)));
+      reply(out, r, "OK");
+      return Next::kContinue;
+    }
+    case Command::kVersion:
+      out.add("VERSION ");
+      out.add(kVersion);
+      out.add("\r\n");
+      return Next::kContinue;
+    case Command::kVerbosity:
+      state_.verbosity.store(r.verbosity);
+      reply(out, r, "OK");
+      return Next::kContinue;
+    case Command::kQuit:
+      return Next::kClose;
+    case Command::kStats:
+      stats(r, out, c);
+      return Next::kContinue;
+    case Command::kMetaGet:
+      c.add(c.cmd_meta);
+      metaGet(r, out, c);
+      return Next::kContinue;
+    case Command::kMetaDelete:
+      c.add(c.cmd_meta);
+      metaDelete(r, out, c);
+      return Next::kContinue;
+    case Command::kMetaArithmetic:
+      c.add(c.cmd_meta);
+      metaArithmetic(r, out, c);
+      return Next::kContinue;
+    case Command::kMetaNoop:
+      out.add("MN\r\n");
+      return Next::kContinue;
+    default:
+      break;  // storage commands come through beginStore/finishStore
+  }
+  out.add("ERROR\r\n");
+  return Next::kContinue;
+}
+
+void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
+  const bool withCas = r.command == Command::kGets || r.command == Command::kGats;
+  const bool touch = r.command == Command::kGat || r.command == Command::kGats;
+  std::optional<seconds> ttl;
+  if (touch) ttl = ttlFromExptime(r.exptime, nowUnix());
+  // One batched lookup for all keys: their buckets and items are prefetched together.
+  std::vector<ReadHandle> found;
+  if (touch) {
+    found.reserve(r.keys.size());
+    for (std::string_view k : r.keys) {
+      c.add(c.cmd_touch);
+      bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
+      c.add(ok ? c.touch_hits : c.touch_misses);
+      found.push_back(ok ? cache_.find(k) : ReadHandle());
+    }
+  } else {
+    found = cache_.findMany(std::span<const std::string_view>(r.keys.data(), r.keys.size()));
+  }
+  std::string line;
+  for (size_t i = 0; i < r.keys.size(); ++i) {
+    c.add(c.cmd_get);
+    ReadHandle& h = found[i];
+    if (!h) {
+      c.add(c.get_misses);
+      continue;
+    }
+    c.add(c.get_hits);
+    line.assign("VALUE ");
+    line.append(h.key());
+    line.push_back(' ');
+    addNumber(line, flagsOf(h));
+    line.push_back(' ');
+    addNumber(line, h.value().size());
+    if (withCas) {
+      line.push_back(' ');
+      addNumber(line, casOf(h));
+    }
+    line.append("\r\n");
+    out.add(line);
+    out.addValue(std::move(h));
+    out.add("\r\n");
+  }
+  out.add("END\r\n");
+}
+
+bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {
+  if (r.valueBytes > config_.max_item_size) {
+    c.add(c.store_too_large);
+    // memcached answers this even with noreply, so that the client learns why.
+    out.add("SERVER_ERROR object too large for cache\r\n");
+    return false;
+  }
+  const bool meta = r.command == Command::kMetaSet;
+  auto ttl = ttlFromExptime(meta ? r.meta.ttl : r.exptime, nowUnix());
+  if (cache_.config().persistence.durable_sets) {
+    value.buffered = true;
+    value.copy.resize(r.valueBytes);  // bounded by max_item_size
+    return true;
+  }
+  // The value is read straight into the item that will hold it, which
+  // carries its TTL and flags from the start.
+  value.item = cache_.allocate(r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
+                               meta ? r.meta.clientFlags : r.clientFlags);
+  if (!value.item) {
+    c.add(c.store_no_memory);
+    out.add("SERVER_ERROR out of memory storing object\r\n");
+    return false;
+  }
+  return true;
+}
+
+void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c) {
+  c.add(c.cmd_set);
+  const std::string_view key = r.keys[0];
+  const std::string_view data = value.view();
+  const bool meta = r.command == Command::kMetaSet;
+  const MetaFlags& m = r.meta;
+  uint32_t flags = meta ? m.clientFlags : r.clientFlags;
+  int64_t exptime = meta ? m.ttl : r.exptime;
+  auto ttl = ttlFromExptime(exptime, nowUnix());
+
+  // Which store: the classic command, or ms's mode (and C token).
+  enum class Mode { kSet, kAdd, kReplace, kAppend, kPrepend, kCas } mode = Mode::kSet;
+  uint64_t casIn = 0;
+  switch (r.command) {
+    case Command::kAdd: mode = Mode::kAdd; break;
+    case Command::kReplace: mode = Mode::kReplace; break;
+    case Command::kAppend: mode = Mode::kAppend; break;
+    case Command::kPrepend: mode = Mode::kPrepend; break;
+    case Command::kCas: mode = Mode::kCas, casIn = r.cas; break;
+    case Command::kMetaSet:
+      switch (m.mode) {
+        case 'E': case 'e': mode = Mode::kAdd; break;
+        case 'R': case 'r': mode = Mode::kReplace; break;
+        case 'A': case 'a': mode = Mode::kAppend; break;
+        case 'P': case 'p': mode = Mode::kPrepend; break;
+        default: mode = Mode::kSet; break;
+      }
+      if (m.has('C') && (mode == Mode::kSet || mode == Mode::kReplace)) mode = Mode::kCas, casIn = m.compareCas;
+      break;
+    default: break;
+  }
+
+  Stored result = Stored::kNotStored;
+  uint64_t newCas = 0;
+  switch (mode) {
+    case Mode::kSet:
+      if (!ttl) {
+        cache_.remove(key);
+        result = Stored::kStored;
+        break;
+      }
+      if (value.buffered) {
+        result = cache_.set(key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored;
+        if (result != Stored::kStored) {
+          c.add(c.store_no_memory);
+          out.add("SERVER_ERROR out of memory storing object\r\n");
+          return;
+        }
+        break;
+      }
+      cache_.insertOrReplace(std::move(value.item));
+      result = Stored::kStored;
+      break;
+    case Mode::kAdd:
+      if (!ttl) {
+        result = peekKey(cache_, key) ? Stored::kNotStored : Stored::kStored;
+        break;
+      }
+      result = value.buffered ? (cache_.add(key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored)
+                              : cache_.insert(std::move(value.item)) ? Stored::kStored : Stored::kNotStored;
+      break;
+    case Mode::kReplace:
+    case Mode::kCas: {
+      result = mode == Mode::kReplace ? Stored::kNotStored : Stored::kNotFound;
+      for (int i = 0; i < kCasRetries; ++i) {
+        ReadHandle old = peekKey(cache_, key);
+        if (!old) break;
+        const uint64_t token = mode == Mode::kCas ? casIn : casOf(old);
+        old.reset();
+        if (!ttl) {
+          ReadHandle cur = peekKey(cache_, key);
+          if (!cur) break;
+          if (casOf(cur) != token) { result = Stored::kExists; break; }
+          cur.reset();
+          cache_.remove(key);
+          result = Stored::kStored;
+          break;
+        }
+        if (mode == Mode::kCas && !value.buffered) {
+          // The value already sits in its own item: publish that one.
+          result = fromCas(cache_.compareAndSwap(std::move(value.item), token));
+          break;
+        }
+        result = compareAndSwap(cache_, key, token, data, *ttl, flags);
+        if (mode == Mode::kCas || result != Stored::kExists) break;
+        // replace lost a race with another writer: the key is still there, try again.
+      }
+      if (result == Stored::kNotFound && mode == Mode::kReplace) result = Stored::kNotStored;
+      break;
+    }
+    case Mode::kAppend:
+    case Mode::kPrepend: {
+      result = Stored::kNotStored;
+      for (int i = 0; i < kCasRetries; ++i) {
+        ReadHandle old = peekKey(cache_, key);
+        if (!old) break;
+        if (meta && m.has('C') && casOf(old) != m.compareCas) { result = Stored::kExists; break; }
+        if (old.value().size() + data.size() > config_.max_item_size) {
+          out.add("SERVER_ERROR out of memory storing object\r\n");
+          return;
+        }
+        std::string joined;
+        joined.reserve(old.value().size() + data.size());
+        if (mode == Mode::kAppend) joined.append(old.value()).append(data);
+        else joined.append(data).append(old.value());
+        // append/prepend keep the item's flags and deadline, as memcached does.
+        result = compareAndSwap(cache_, key, casOf(old), joined, keepTtl(old), flagsOf(old));
+        if (result != Stored::kExists) break;
+      }
+      if (result == Stored::kNotFound) result = Stored::kNotStored;
+      break;
+    }
+  }
+  if (mode == Mode::kCas) {
+    c.add(result == Stored::kStored ? c.cas_hits : result == Stored::kExists ? c.cas_badval : c.cas_misses);
+  }
+
+  if (!meta) {
+    switch (result) {
+      case Stored::kStored: reply(out, r, "STORED"); break;
+      case Stored::kExists: reply(out, r, "EXISTS"); break;
+      case Stored::kNotFound: reply(out, r, "NOT_FOUND"); break;
+      case Stored::kNotStored: reply(out, r, "NOT_STORED"); break;
+    }
+    return;
+  }
+  // ms: HD / NS / EX / NF with the requested return flags; q hides HD.
+  if (result == Stored::kStored && m.has('q')) return;
+  std::string line = result == Stored::kStored ? "HD" : result == Stored::kExists ? "EX"
+                     : result == Stored::kNotFound ? "NF" : "NS";
+  for (uint8_t i = 0; i < m.orderCount; ++i) {
+    switch (m.order[i]) {
+      case 'O': line += " O"; line.append(m.opaque); break;
+      case 'k': line += " k"; line.append(key); break;
+      case 'c':
+        if (result == Stored::kStored) {
+          if (newCas == 0) {
+            ReadHandle h = peekKey(cache_, key);
+            newCas = h ? casOf(h) : 0;
+          }
+          line += " c";
+          addNumber(line, newCas);
+        }
+        break;
+      default: break;
+    }
+  }
+  line += "\r\n";
+  out.add(line);
+}
+
+namespace {
+
+// The value as memcached's incr reads it: decimal digits, optionally
+// followed by spaces (memcached pads in place when a number shrinks).
+bool numericValue(std::string_view v, uint64_t& out) {
+  size_t n = 0;
+  while (n < v.size() && v[n] >= '0' && v[n] <= '9') ++n;
+  for (size_t i = n; i < v.size(); ++i) {
+    if (v[i] != ' ') return false;
+  }
+  return n > 0 && parseU64(v.substr(0, n), out);
+}
+
+enum class Delta : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kFailed };
+
+// Read-modify-write through compareAndSwap, so concurrent increments never lose one.
+Delta applyDelta(Cache& cache, std::string_view key, bool incr, uint64_t delta, std::optional<uint64_t> casIn,
+                 uint64_t& result, uint64_t& newCas, int64_t& ttlOut) {
+  for (int i = 0; i < kCasRetries; ++i) {
+    ReadHandle h = peekKey(cache, key);
+    if (!h) return Delta::kNotFound;
+    if (casIn && casOf(h) != *casIn) return Delta::kExists;
+    uint64_t v;
+    if (!numericValue(h.value(), v)) return Delta::kNonNumeric;
+    // incr wraps at 2^64 and decr stops at 0, as in memcached.
+    v = incr ? v + delta : (delta > v ? 0 : v - delta);
+    char buf[24];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+    const seconds ttl = keepTtl(h);
+    const uint32_t flags = flagsOf(h);
+    const uint64_t token = casOf(h);
+    ttlOut = ttlLeft(h);
+    h.reset();
+    Stored r = compareAndSwap(cache, key, token, std::string_view(buf, p - buf), ttl, flags);
+    if (r == Stored::kStored) {
+      result = v;
+      ReadHandle now = peekKey(cache, key);
+      newCas = now ? casOf(now) : 0;
+      return Delta::kOk;
+    }
+    if (r == Stored::kNotFound) return Delta::kNotFound;
+    if (r == Stored::kNotStored) return Delta::kFailed;
+    if (casIn) return Delta::kExists;
+  }
+  return Delta::kFailed;
+}
+
+}  // namespace
+
+void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters& c) {
+  const bool incr = r.command == Command::kIncr;
+  uint64_t v = 0, cas = 0;
+  int64_t ttl = 0;
+  switch (applyDelta(cache_, r.keys[0], incr, r.delta, std::nullopt, v, cas, ttl)) {
+    case Delta::kOk: {
+      c.add(incr ? c.incr_hits : c.decr_hits);
+      std::string line;
+      addNumber(line, v);
+      reply(out, r, line);
+      return;
+    }
+    case Delta::kNotFound:
+      c.add(incr ? c.incr_misses : c.decr_misses);
+      reply(out, r, "NOT_FOUND");
+      return;
+    case Delta::kNonNumeric:
+      out.add("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    case Delta::kExists:
+    case Delta::kFailed:
+      out.add("SERVER_ERROR out of memory\r\n");
+      return;
+  }
+}
+
+void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c) {
+  const MetaFlags& m = r.meta;
+  const std::string_view key = r.keys[0];
+  c.add(c.cmd_get);
+  if (m.has('T')) {
+    auto ttl = ttlFromExptime(m.ttl, nowUnix());
+    if (ttl) touchKey(cache_, key, *ttl);
+    else cache_.remove(key);
+    c.add(c.cmd_touch);
+  }
+  ReadHandle h = cache_.find(key);
+  std::string line;
+  if (!h) {
+    c.add(c.get_misses);
+    if (m.has('q')) return;
+    line = "EN";
+    for (uint8_t i = 0; i < m.orderCount; ++i) {
+      if (m.order[i] == 'O') line += " O", line.append(m.opaque);
+      if (m.order[i] == 'k') line += " k", line.append(key);
+    }
+    line += "\r\n";
+    out.add(line);
+    return;
+  }
+  c.add(c.get_hits);
+  const bool value = m.has('v');
+  if (value) {
+    line = "VA ";
+    addNumber(line, h.value().size());
+  } else {
+    line = "HD";
+  }
+  for (uint8_t i = 0; i < m.orderCount; ++i) {
+    switch (m.order[i]) {
+      case 'O': line += " O"; line.append(m.opaque); break;
+      case 'k': line += " k"; line.append(key); break;
+      case 'c': line += " c"; addNumber(line, casOf(h)); break;
+      case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
+      case 's': line += " s"; addNumber(line, h.value().size()); break;
+      case 't': line += " t"; addSigned(line, ttlLeft(h)); break;
+      default: break;
+    }
+  }
+  line += "\r\n";
+  out.add(line);
+  if (value) {
+    out.addValue(std::move(h));
+    out.add("\r\n");
+  }
+}
+
+void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters& c) {
+  const MetaFlags& m = r.meta;
+  const std::string_view key = r.keys[0];
+  const char* code = "HD";
+  if (m.has('C')) {
+    ReadHandle h = peekKey(cache_, key);
+    if (!h) code = "NF";
+    else if (casOf(h) != m.compareCas) code = "EX";
+    else {
+      h.reset();
+      // A concurrent writer between the check and the remove is indistinguishable
+      // from one just after it.
+      code = cache_.remove(key) ? "HD" : "NF";
+    }
+  } else {
+    code = cache_.remove(key) ? "HD" : "NF";
+  }
+  c.add(code[0] == 'H' ? c.delete_hits : c.delete_misses);
+  if (m.has('q') && code[0] == 'H') return;  // q hides HD only, as memcached
+  std::string line = code;
+  for (uint8_t i = 0; i < m.orderCount; ++i) {
+    if (m.order[i] == 'O') line += " O", line.append(m.opaque);
+    if (m.order[i] == 'k') line += " k", line.append(key);
+  }
+  line += "\r\n";
+  out.add(line);
+}
+
+void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c) {
+  const MetaFlags& m = r.meta;
+  const std::string_view key = r.keys[0];
+  const bool incr = !(m.mode == 'D' || m.mode == 'd' || m.mode == '-');
+  uint64_t v = 0, cas = 0;
+  int64_t ttl = -1;
+  std::optional<uint64_t> casIn;
+  if (m.has('C')) casIn = m.compareCas;
+  Delta d = applyDelta(cache_, key, incr, m.delta, casIn, v, cas, ttl);
+  if (d == Delta::kNotFound && m.has('N')) {
+    // Auto-create with the initial value and the N TTL.
+    auto create = ttlFromExptime(m.vivifyTtl, nowUnix());
+    char buf[24];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), m.initial);
+    if (create && cache_.add(key, std::string_view(buf, p - buf), *create)) {
+      v = m.initial;
+      ReadHandle h = peekKey(cache_, key);
+      cas = h ? casOf(h) : 0;
+      ttl = h ? ttlLeft(h) : -1;
+      d = Delta::kOk;
+    } else if (create) {
+      d = applyDelta(cache_, key, incr, m.delta, casIn, v, cas, ttl);  // lost the race: apply to the winner's
+    } else {
+      d = Delta::kFailed;
+    }
+  }
+  if (d == Delta::kOk && m.has('T')) {
+    auto t = ttlFromExptime(m.ttl, nowUnix());
+    if (t) touchKey(cache_, key, *t), ttl = t->count() == 0 ? -1 : t->count();
+  }
+  c.add(d == Delta::kOk ? (incr ? c.incr_hits : c.decr_hits) : (incr ? c.incr_misses : c.decr_misses));
+  std::string line;
+  switch (d) {
+    case Delta::kNonNumeric: out.add("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"); return;
+    case Delta::kNotFound: line = "NF"; break;
+    case Delta::kExists: line = "EX"; break;
+    case Delta::kFailed: line = "NS"; break;
+    case Delta::kOk:
+      if (m.has('q')) return;  // q hides success, value or not, as memcached
+      if (m.has('v')) {
+        std::string num;
+        addNumber(num, v);
+        line = "VA ";
+        addNumber(line, num.size());
+        v = 0;
+        for (uint8_t i = 0; i < m.orderCount; ++i) {
+          switch (m.order[i]) {
+            case 'O': line += " O"; line.append(m.opaque); break;
+            case 'k': line += " k"; line.append(key); break;
+            case 'c': line += " c"; addNumber(line, cas); break;
+            case 't': line += " t"; addSigned(line, ttl); break;
+            default: break;
+          }
+        }
+        line += "\r\n" + num + "\r\n";
+        out.add(line);
+        return;
+      }
+      line = "HD";
+      break;
+  }
+  for (uint8_t i = 0; i < m.orderCount; ++i) {
+    switch (m.order[i]) {
+      case 'O': line += " O"; line.append(m.opaque); break;
+      case 'k': line += " k"; line.append(key); break;
+      case 'c': if (d == Delta::kOk) line += " c", addNumber(line, cas); break;
+      case 't': if (d == Delta::kOk) line += " t", addSigned(line, ttl); break;
+      default: break;
+    }
+  }
+  line += "\r\n";
+  out.add(line);
+}
+
+void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) {
+  std::string s;
+  auto stat = [&s](std::string_view name, auto value) {
+    s += "STAT ";
+    s.append(name);
+    s += ' ';
+    if constexpr (std::is_convertible_v<decltype(value), std::string_view>) {
+      s.append(std::string_view(value));
+    } else if constexpr (std::is_floating_point_v<decltype(value)>) {
+      char buf[32];
+      snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(value));
+      s += buf;
+    } else if constexpr (std::is_signed_v<decltype(value)>) {
+      addSigned(s, static_cast<int64_t>(value));
+    } else {
+      addNumber(s, static_cast<uint64_t>(value));
+    }
+    s += "\r\n";
+  };
+  const CacheStats cs = cache_.stats();
+  if (r.statsArgs.empty()) {
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    stat("pid", static_cast<int64_t>(getpid()));
+    stat("uptime", static_cast<uint64_t>(std::chrono::duration_cast<seconds>(
+                                             std::chrono::steady_clock::now() - state_.started).count()));
+    stat("time", nowUnix());
+    stat("version", kVersion);
+    stat("pointer_size", static_cast<uint64_t>(sizeof(void*) * 8));
+    stat("rusage_user", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6);
+    stat("rusage_system", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+    stat("max_connections", static_cast<uint64_t>(config_.max_conns));
+    stat("curr_connections", state_.currConnections.load());
+    stat("total_connections", state_.totalConnections.load());
+    stat("rejected_connections", state_.rejectedConnections.load());
+#define TIERCACHE_SUM_COUNTER(name, help)                                              \
+  {                                                                                      \
+    uint64_t sum = 0;                                                                    \
+    for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
+    stat(#name, sum);                                                                    \
+  }
+    TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
+#undef TIERCACHE_SUM_COUNTER
+    uint64_t limit = 0;
+    for (const TierStats& t : cs.tiers) limit += t.configured_bytes;
+    stat("limit_maxbytes", limit);
+    stat("threads", static_cast<uint64_t>(config_.threads));
+    stat("curr_items", cs.items);
+    stat("total_items", cs.inserts);
+    stat("evictions", cs.evictions + cs.background_evictions);
+    stat("demotions", cs.demotions);
+    stat("promotions", cs.promotions);
+  } else if (r.statsArgs == "slabs") {
+    // One "slab class" per (tier, pool, allocation class): ids number them in order.
+    uint64_t active = 0, total = 0;
+    for (size_t i = 0; i < cs.classes.size(); ++i) {
+      const ClassStats& k = cs.classes[i];
+      std::string p = std::to_string(i + 1) + ":";
+      stat(p + "tier", static_cast<uint64_t>(k.tier));
+      stat(p + "pool", static_cast<uint64_t>(k.pool));
+      stat(p + "chunk_size", static_cast<uint64_t>(k.alloc_size));
+      stat(p + "total_pages", k.slabs);
+      stat(p + "used_chunks", k.items);
+      stat(p + "free_chunks", k.free_slots);
+      stat(p + "evictions", k.evictions + k.background_evictions);
+      active += k.slabs ? 1 : 0;
+      total += k.slabs * cache_.config().slab_size;
+    }
+    stat("active_slabs", active);
+    stat("total_malloced", total);
+  } else if (r.statsArgs == "items") {
+    for (size_t i = 0; i < cs.classes.size(); ++i) {
+      const ClassStats& k = cs.classes[i];
+      std::string p = "items:" + std::to_string(i + 1) + ":";
+      stat(p + "number", k.items);
+      stat(p + "evicted", k.evictions + k.background_evictions);
+      stat(p + "demoted", k.demotions);
+      stat(p + "promoted", k.promotions);
+    }
+  } else if (r.statsArgs == "tiers") {
+    for (const TierStats& t : cs.tiers) {
+      std::string p = "tier:" + std::to_string(t.tier) + ":";
+      stat(p + "name", t.name);
+      stat(p + "kind", t.kind);
+      stat(p + "persistent", t.persistent ? "yes" : "no");
+      stat(p + "bytes", t.configured_bytes);
+      stat(p + "slabs_total", t.slabs_total);
+      stat(p + "slabs_used", t.slabs_used);
+      stat(p + "items", t.items);
+      stat(p + "hits", t.hits);
+      stat(p + "hit_ratio", cs.tierHitRatio(t.tier));
+      stat(p + "evictions", t.evictions + t.background_evictions);
+      stat(p + "demotions", t.demotions);
+      stat(p + "promotions", t.promotions);
+    }
+  } else if (r.statsArgs == "settings") {
+    stat("maxconns", static_cast<uint64_t>(config_.max_conns));
+    stat("tcpport", static_cast<uint64_t>(config_.port));
+    stat("interface", config_.listen);
+    stat("num_threads", static_cast<uint64_t>(config_.threads));
+    stat("item_size_max", config_.max_item_size);
+    stat("idle_timeout", static_cast<uint64_t>(config_.idle_timeout));
+    stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
+  } else {
+    c.add(c.protocol_errors);
+    out.add("ERROR\r\n");
+    return;
+  }
+  s += "END\r\n";
+  out.add(s);
+}
+
+}  // namespace tiercache::server

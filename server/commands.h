@@ -1,0 +1,127 @@
+// CommandHandler: carries out parsed memcached requests on a Cache.
+//
+// It knows the protocol's semantics (what each command stores, which reply
+// it earns, memcached's expiry rules) and the Cache API; it knows nothing of
+// sockets. Replies go to a ReplySink, which the connection backs with its
+// output buffer; a value is handed over as a pinned ReadHandle so a large
+// value is written to the socket from the item itself, not from a copy.
+//
+// Threads: one CommandHandler serves all workers (it holds no per-request
+// state); counters are per worker (WorkerCounters) and summed by `stats`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../allocator/cache.h"
+#include "protocol.h"
+#include "server_config.h"
+
+namespace tiercache::server {
+
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual void add(std::string_view bytes) = 0;
+  // The value bytes of `h`; the sink keeps the item pinned until they are written.
+  virtual void addValue(ReadHandle&& h) = 0;
+};
+
+// One worker's counters: written by that worker only (relaxed), read by any
+// thread answering `stats`.
+struct WorkerCounters {
+#define TIERCACHE_SERVER_COUNTERS(X)                                                    \
+  X(cmd_get, "get/gets/gat/gats keys looked up and mg requests")                        \
+  X(cmd_set, "storage commands whose value was read (set/add/replace/append/prepend/cas/ms)") \
+  X(cmd_flush, "flush_all requests")                                                    \
+  X(cmd_touch, "touch, gat and gats keys")                                              \
+  X(cmd_meta, "meta commands")                                                          \
+  X(get_hits, "keys found by get-like commands")                                        \
+  X(get_misses, "keys not found by get-like commands")                                  \
+  X(delete_hits, "deletes that removed a key")                                          \
+  X(delete_misses, "deletes of an absent key")                                          \
+  X(incr_hits, "incr/ma increments of a present key")                                   \
+  X(incr_misses, "incr/ma increments of an absent key")                                 \
+  X(decr_hits, "decr/ma decrements of a present key")                                   \
+  X(decr_misses, "decr/ma decrements of an absent key")                                 \
+  X(cas_hits, "cas that stored")                                                        \
+  X(cas_misses, "cas of an absent key")                                                 \
+  X(cas_badval, "cas whose token no longer matched")                                    \
+  X(touch_hits, "touch/gat of a present key")                                           \
+  X(touch_misses, "touch/gat of an absent key")                                         \
+  X(store_too_large, "values refused as larger than max_item_size")                     \
+  X(store_no_memory, "values the cache could not allocate")                             \
+  X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
+  X(bytes_read, "bytes read from clients")                                              \
+  X(bytes_written, "bytes queued to clients")
+#define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
+  TIERCACHE_SERVER_COUNTERS(TIERCACHE_DECLARE_COUNTER)
+#undef TIERCACHE_DECLARE_COUNTER
+  void add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+};
+
+// Server-wide state that `stats` reports.
+struct ServerState {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::atomic<uint64_t> currConnections{0};
+  std::atomic<uint64_t> totalConnections{0};
+  std::atomic<uint64_t> rejectedConnections{0};
+  std::atomic<uint32_t> verbosity{0};
+  std::vector<WorkerCounters*> workers;  // fixed once the server runs
+};
+
+// Where a storage request's value is read to: straight into the item that
+// will hold it, or (durable_sets, whose items the Cache places in the
+// persistent tier only through its copying set()) into a buffer first.
+struct PendingValue {
+  WriteHandle item;
+  std::string copy;
+  bool buffered = false;
+  char* data() { return buffered ? copy.data() : item.data(); }
+  std::string_view view() const { return buffered ? std::string_view(copy) : std::string_view(item.data(), item.size()); }
+};
+
+// What the connection does after a request.
+enum class Next : uint8_t { kContinue, kClose };
+
+class CommandHandler {
+ public:
+  CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state);
+
+  // Any request that carries no value.
+  Next execute(const Request& r, ReplySink& out, WorkerCounters& c);
+
+  // Storage requests, in two steps around reading the value. beginStore
+  // prepares where the value is to be read (value.data(), valueBytes long);
+  // when it returns false, the reply is already written and the value is to
+  // be discarded. finishStore publishes it as the command says.
+  bool beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value);
+  void finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c);
+
+  static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
+
+ private:
+  void get(const Request& r, ReplySink& out, WorkerCounters& c);
+  void arithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
+  void stats(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
+
+  Cache& cache_;
+  const ServerConfig& config_;
+  ServerState& state_;
+};
+
+// memcached's expiry rule: 0 = never; negative = already expired; up to 30
+// days = seconds from now; beyond = absolute unix time. Returns the TTL to
+// give the cache (0s = never), or nullopt when the item is already expired.
+std::optional<std::chrono::seconds> ttlFromExptime(int64_t exptime, int64_t nowUnix);
+
+}  // namespace tiercache::server

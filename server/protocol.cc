@@ -1,0 +1,339 @@
+// memcached text protocol parser (see protocol.h for the contract).
+#include "protocol.h"
+
+#include <array>
+#include <limits>
+
+namespace tiercache::server {
+namespace {
+
+constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format";
+constexpr size_t kMaxTokens = 24;  // command, key and meta flags: as memcached's token limit
+
+// Splits on runs of spaces; at most `max` tokens, returns false if more.
+bool tokenize(std::string_view line, std::vector<std::string_view>& out, size_t max) {
+  out.clear();
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i == line.size()) break;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ') ++j;
+    if (out.size() == max) return false;
+    out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return true;
+}
+
+bool validKey(std::string_view k) {
+  if (k.empty() || k.size() > kMaxKeyLength) return false;
+  for (unsigned char c : k) {
+    if (c < 0x21 || c == 0x7f) return false;  // control characters cannot be sent in a text key
+  }
+  return true;
+}
+
+ParseResult error(std::string_view line, uint64_t swallow = 0) {
+  return ParseResult{ParseResult::kError, line, swallow};
+}
+
+struct CommandName {
+  std::string_view name;
+  Command command;
+};
+
+constexpr std::array<CommandName, 24> kCommands = {{
+    {"get", Command::kGet},           {"gets", Command::kGets},
+    {"gat", Command::kGat},           {"gats", Command::kGats},
+    {"set", Command::kSet},           {"add", Command::kAdd},
+    {"replace", Command::kReplace},   {"append", Command::kAppend},
+    {"prepend", Command::kPrepend},   {"cas", Command::kCas},
+    {"delete", Command::kDelete},     {"incr", Command::kIncr},
+    {"decr", Command::kDecr},         {"touch", Command::kTouch},
+    {"flush_all", Command::kFlushAll}, {"version", Command::kVersion},
+    {"verbosity", Command::kVerbosity}, {"quit", Command::kQuit},
+    {"stats", Command::kStats},       {"mg", Command::kMetaGet},
+    {"ms", Command::kMetaSet},        {"md", Command::kMetaDelete},
+    {"ma", Command::kMetaArithmetic}, {"mn", Command::kMetaNoop},
+}};
+
+// "<cmd> <key> <flags> <exptime> <bytes> [cas] [noreply]"
+ParseResult parseStorage(const std::vector<std::string_view>& t, Request& r) {
+  const bool isCas = r.command == Command::kCas;
+  const size_t fixed = isCas ? 6 : 5;
+  // The value length is what tells us how much to discard if the rest is
+  // bad, so read it first when it is there.
+  int64_t vlen = -1;
+  if (t.size() >= 5) {
+    int64_t n;
+    if (parseI64(t[4], n) && n >= 0 && n <= std::numeric_limits<int32_t>::max() - 2) vlen = n;
+  }
+  const uint64_t swallow = vlen >= 0 ? static_cast<uint64_t>(vlen) + 2 : 0;
+  if (t.size() < fixed || t.size() > fixed + 1) return error(kBadFormat, swallow);
+  if (!validKey(t[1])) return error(kBadFormat, swallow);
+  int64_t exptime;
+  if (!parseU32(t[2], r.clientFlags) || !parseI64(t[3], exptime) || vlen < 0) return error(kBadFormat, swallow);
+  if (exptime < std::numeric_limits<int32_t>::min() || exptime > std::numeric_limits<int32_t>::max())
+    return error(kBadFormat, swallow);
+  if (isCas && !parseU64(t[5], r.cas)) return error(kBadFormat, swallow);
+  r.keys.push_back(t[1]);
+  r.exptime = exptime;
+  r.valueBytes = static_cast<uint64_t>(vlen);
+  // memcached treats any last token as noreply only when it reads "noreply".
+  r.noreply = t.size() == fixed + 1 && t[fixed] == "noreply";
+  return {};
+}
+
+bool metaNumber(std::string_view v, uint64_t& out) { return parseU64(v, out); }
+
+// Meta flags from t[first...]. Errors as memcached words them.
+ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first, Request& r, uint64_t swallow) {
+  MetaFlags& m = r.meta;
+  for (size_t i = first; i < t.size(); ++i) {
+    const char f = t[i][0];
+    const std::string_view v = t[i].substr(1);
+    if (!((f >= 'A' && f <= 'Z') || (f >= 'a' && f <= 'z'))) return error("CLIENT_ERROR invalid flag", swallow);
+    const uint64_t bit = uint64_t{1} << (f - 'A');
+    if (m.seen & bit) return error("CLIENT_ERROR duplicate flag", swallow);
+    m.seen |= bit;
+    if (m.orderCount < sizeof(m.order)) m.order[m.orderCount++] = f;
+    uint64_t n = 0;
+    switch (f) {
+      case 'O':
+        if (v.size() > 32) return error("CLIENT_ERROR opaque token too long", swallow);
+        m.opaque = v;
+        break;
+      case 'T':
+      case 'N': {
+        int64_t s;
+        if (!parseI64(v, s) || s < std::numeric_limits<int32_t>::min() || s > std::numeric_limits<int32_t>::max())
+          return error("CLIENT_ERROR bad token in command line format", swallow);
+        (f == 'T' ? m.ttl : m.vivifyTtl) = s;
+        break;
+      }
+      case 'F': {
+        uint32_t fl;
+        if (!parseU32(v, fl)) return error("CLIENT_ERROR bad token in command line format", swallow);
+        m.clientFlags = fl;
+        break;
+      }
+      case 'C':
+        if (!metaNumber(v, n)) return error("CLIENT_ERROR bad token in command line format", swallow);
+        m.compareCas = n;
+        break;
+      case 'D':
+        if (!metaNumber(v, n)) return error("CLIENT_ERROR invalid numeric delta value", swallow);
+        m.delta = n;
+        break;
+      case 'J':
+        if (!metaNumber(v, n)) return error("CLIENT_ERROR invalid numeric initial value", swallow);
+        m.initial = n;
+        break;
+      case 'M':
+        if (v.size() != 1) return error("CLIENT_ERROR bad token in command line format", swallow);
+        m.mode = v[0];
+        break;
+      case 'b':
+        // Base64 keys are not decoded here; refusing beats storing under the encoded name.
+        return error("CLIENT_ERROR base64 keys (b flag) are not supported", swallow);
+      default:
+        break;  // flags without a token (v, k, c, f, t, s, q, ...) or ignored ones
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool parseU64(std::string_view s, uint64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  out = v;
+  return true;
+}
+
+bool parseI64(std::string_view s, int64_t& out) {
+  const bool neg = !s.empty() && s[0] == '-';
+  uint64_t u;
+  if (!parseU64(neg ? s.substr(1) : s, u)) return false;
+  if (neg) {
+    if (u > uint64_t{1} << 63) return false;
+    out = u == uint64_t{1} << 63 ? std::numeric_limits<int64_t>::min() : -static_cast<int64_t>(u);
+  } else {
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    out = static_cast<int64_t>(u);
+  }
+  return true;
+}
+
+bool parseU32(std::string_view s, uint32_t& out) {
+  uint64_t u;
+  if (!parseU64(s, u) || u > std::numeric_limits<uint32_t>::max()) return false;
+  out = static_cast<uint32_t>(u);
+  return true;
+}
+
+ParseResult parseLine(std::string_view line, Request& r) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  r = Request{};
+  std::vector<std::string_view> t;
+  t.reserve(8);
+  // get/gets/gat/gats take any number of keys; everything else is short.
+  const bool multiKey = line.starts_with("get") || line.starts_with("gat");
+  if (!tokenize(line, t, multiKey ? kMaxLineLength : kMaxTokens)) {
+    return error(line.starts_with("m") ? "CLIENT_ERROR options flags are too long" : "ERROR");
+  }
+  if (t.empty()) return error("ERROR");
+  bool known = false;
+  for (const CommandName& c : kCommands) {
+    if (t[0] == c.name) {
+      r.command = c.command;
+      known = true;
+      break;
+    }
+  }
+  if (!known) return error("ERROR");
+
+  switch (r.command) {
+    case Command::kGet:
+    case Command::kGets: {
+      if (t.size() < 2) return error("ERROR");
+      for (size_t i = 1; i < t.size(); ++i) {
+        if (!validKey(t[i])) return error(kBadFormat);
+        r.keys.push_back(t[i]);
+      }
+      return {};
+    }
+    case Command::kGat:
+    case Command::kGats: {
+      if (t.size() < 3) return error("ERROR");
+      int64_t e;
+      if (!parseI64(t[1], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
+        return error("CLIENT_ERROR invalid exptime argument");
+      r.exptime = e;
+      for (size_t i = 2; i < t.size(); ++i) {
+        if (!validKey(t[i])) return error(kBadFormat);
+        r.keys.push_back(t[i]);
+      }
+      return {};
+    }
+    case Command::kSet:
+    case Command::kAdd:
+    case Command::kReplace:
+    case Command::kAppend:
+    case Command::kPrepend:
+    case Command::kCas:
+      return parseStorage(t, r);
+    case Command::kDelete: {
+      // "delete <key> [0] [noreply]": the old time argument is accepted only as 0.
+      if (t.size() < 2 || t.size() > 4) return error("ERROR");
+      if (!validKey(t[1])) return error(kBadFormat);
+      r.keys.push_back(t[1]);
+      size_t i = 2;
+      if (i < t.size() && t[i] == "0") ++i;
+      if (i < t.size() && t[i] == "noreply") r.noreply = true, ++i;
+      if (i != t.size()) return error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+      return {};
+    }
+    case Command::kIncr:
+    case Command::kDecr: {
+      if (t.size() < 3 || t.size() > 4) return error("ERROR");
+      if (!validKey(t[1])) return error(kBadFormat);
+      r.keys.push_back(t[1]);
+      if (!parseU64(t[2], r.delta)) return error("CLIENT_ERROR invalid numeric delta argument");
+      r.noreply = t.size() == 4 && t[3] == "noreply";
+      return {};
+    }
+    case Command::kTouch: {
+      if (t.size() < 3 || t.size() > 4) return error("ERROR");
+      if (!validKey(t[1])) return error(kBadFormat);
+      r.keys.push_back(t[1]);
+      int64_t e;
+      if (!parseI64(t[2], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
+        return error("CLIENT_ERROR invalid exptime argument");
+      r.exptime = e;
+      r.noreply = t.size() == 4 && t[3] == "noreply";
+      return {};
+    }
+    case Command::kFlushAll: {
+      if (t.size() > 3) return error("ERROR");
+      size_t i = 1;
+      if (i < t.size() && t[i] != "noreply") {
+        int64_t e;
+        if (!parseI64(t[i], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
+          return error("CLIENT_ERROR invalid exptime argument");
+        r.exptime = e;
+        ++i;
+      }
+      if (i < t.size()) {
+        if (t[i] != "noreply") return error("ERROR");
+        r.noreply = true;
+        ++i;
+      }
+      if (i != t.size()) return error("ERROR");
+      return {};
+    }
+    case Command::kVersion:
+    case Command::kQuit:
+    case Command::kMetaNoop:
+      if (t.size() != 1) return error("ERROR");
+      return {};
+    case Command::kVerbosity: {
+      if (t.size() < 2 || t.size() > 3) return error("ERROR");
+      if (!parseU32(t[1], r.verbosity)) return error(kBadFormat);
+      r.noreply = t.size() == 3 && t[2] == "noreply";
+      return {};
+    }
+    case Command::kStats: {
+      // Everything after "stats" as one string: "slabs", "items", "tiers", "reset", ...
+      const size_t at = line.find("stats") + 5;
+      std::string_view rest = line.substr(at);
+      while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+      while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+      r.statsArgs = rest;
+      return {};
+    }
+    case Command::kMetaGet:
+    case Command::kMetaDelete:
+    case Command::kMetaArithmetic: {
+      if (t.size() < 2 || !validKey(t[1])) return error(kBadFormat);
+      r.keys.push_back(t[1]);
+      ParseResult p = parseMetaFlags(t, 2, r, 0);
+      if (p.status != ParseResult::kOk) return p;
+      const char m = r.meta.mode;
+      if (r.command == Command::kMetaArithmetic && r.meta.has('M') && m != 'I' && m != 'i' && m != '+' &&
+          m != 'D' && m != 'd' && m != '-')
+        return error("CLIENT_ERROR invalid mode for ma M token");
+      return {};
+    }
+    case Command::kMetaSet: {
+      // "ms <key> <datalen> <flags>*"
+      int64_t vlen = -1;
+      if (t.size() >= 3) {
+        int64_t n;
+        if (parseI64(t[2], n) && n >= 0 && n <= std::numeric_limits<int32_t>::max() - 2) vlen = n;
+      }
+      const uint64_t swallow = vlen >= 0 ? static_cast<uint64_t>(vlen) + 2 : 0;
+      if (t.size() < 3 || !validKey(t[1]) || vlen < 0) return error(kBadFormat, swallow);
+      r.keys.push_back(t[1]);
+      r.valueBytes = static_cast<uint64_t>(vlen);
+      ParseResult p = parseMetaFlags(t, 3, r, swallow);
+      if (p.status != ParseResult::kOk) return p;
+      const char m = r.meta.mode;
+      if (r.meta.has('M') && m != 'E' && m != 'A' && m != 'P' && m != 'R' && m != 'S' && m != 'e' && m != 'a' &&
+          m != 'p' && m != 'r' && m != 's')
+        return error("CLIENT_ERROR invalid mode for ms M token", swallow);
+      return {};
+    }
+  }
+  return error("ERROR");
+}
+
+}  // namespace tiercache::server

@@ -1,0 +1,94 @@
+// The memcached text protocol, parsing only: one request line in, one
+// Request (or the exact error line memcached would send) out. No I/O, no
+// cache, no allocation beyond the Request's key list, so that the libFuzzer
+// target (fuzz/protocol_fuzzer.cc) can drive it with arbitrary bytes.
+//
+// Contract of parseLine():
+//  - `line` is one request line without its "\n" (a trailing "\r" is
+//    stripped here). Tokens are separated by runs of spaces, as memcached
+//    splits them.
+//  - Every string_view in the Request points into `line`; the caller keeps
+//    the line alive while it uses the Request.
+//  - On kOk the Request is complete; storage commands (set ... cas, ms)
+//    then expect `valueBytes` bytes plus "\r\n" after the line.
+//  - On kError, `error` is the reply line (without "\r\n") and `swallow`
+//    says how many bytes after the line belong to the failed request (the
+//    value of a storage command whose line was bad but whose length was
+//    readable, plus its "\r\n"); the connection discards them unread.
+//  - Keys are 1..kMaxKeyLength bytes without control characters.
+//  - Bounded work: linear in the line's length.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace tiercache::server {
+
+inline constexpr size_t kMaxKeyLength = 250;  // memcached's KEY_MAX_LENGTH
+// A request line longer than this (without its newline) is refused and the
+// connection closed, as memcached closes on a line it cannot hold.
+inline constexpr size_t kMaxLineLength = 64 * 1024;
+
+enum class Command : uint8_t {
+  kGet, kGets, kGat, kGats,
+  kSet, kAdd, kReplace, kAppend, kPrepend, kCas,
+  kDelete, kIncr, kDecr, kTouch,
+  kFlushAll, kVersion, kVerbosity, kQuit, kStats,
+  kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
+};
+
+// Storage commands carry a value after the line.
+constexpr bool isStorage(Command c) {
+  return (c >= Command::kSet && c <= Command::kCas) || c == Command::kMetaSet;
+}
+
+// Meta command flags: single letters, some with a token ("T30", "Oabc").
+struct MetaFlags {
+  uint64_t seen = 0;  // bit (letter - 'A') for every flag letter given
+  std::string_view opaque;            // O
+  int64_t ttl = 0;                    // T (ms, mg, ma, md)
+  int64_t vivifyTtl = 0;              // N (ma, mg)
+  uint32_t clientFlags = 0;           // F (ms)
+  uint64_t compareCas = 0;            // C
+  uint64_t delta = 1;                 // D (ma)
+  uint64_t initial = 0;               // J (ma)
+  char mode = 0;                      // M: ms E/A/P/R/S, ma I/+/D/-
+  // Return flags (letters without a token: v, k, c, f, t, s, and O) in the
+  // order given, so that the reply lists them in the same order.
+  char order[24] = {};
+  uint8_t orderCount = 0;
+
+  bool has(char letter) const {
+    return letter >= 'A' && letter <= 'z' && (seen >> (letter - 'A')) & 1;
+  }
+};
+
+struct Request {
+  Command command = Command::kVersion;
+  std::vector<std::string_view> keys;  // get/gets/gat/gats: all; others: one
+  uint32_t clientFlags = 0;  // storage
+  int64_t exptime = 0;       // storage, touch, gat, flush_all delay
+  uint64_t valueBytes = 0;   // storage: bytes of the value that follow
+  uint64_t cas = 0;          // cas
+  uint64_t delta = 0;        // incr/decr
+  uint32_t verbosity = 0;
+  bool noreply = false;
+  std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
+  MetaFlags meta;
+};
+
+struct ParseResult {
+  enum Status : uint8_t { kOk, kError } status = kOk;
+  std::string_view error;  // kError: the reply line
+  uint64_t swallow = 0;    // kError: bytes after the line to discard
+};
+
+ParseResult parseLine(std::string_view line, Request& out);
+
+// Number parsing as memcached does it (decimal, whole token, in range).
+bool parseU64(std::string_view s, uint64_t& out);
+bool parseI64(std::string_view s, int64_t& out);
+bool parseU32(std::string_view s, uint32_t& out);
+
+}  // namespace tiercache::server

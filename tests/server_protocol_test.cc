@@ -1,0 +1,137 @@
+// The memcached protocol parser and the "server" config rows of
+// tiercache-server, without sockets (the socket-level tests with real
+// clients are tests/server/test_protocol.py).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "allocator/cache_config.h"
+#include "server/commands.h"
+#include "server/protocol.h"
+#include "server/server_config.h"
+
+namespace tiercache::server {
+namespace {
+
+// The Request points into the line: keep the last one alive until the next parse.
+ParseResult parse(const std::string& line, Request& r) {
+  static std::string kept;
+  kept = line;
+  return parseLine(kept, r);
+}
+
+TEST(ServerProtocol, StorageLine) {
+  Request r;
+  ASSERT_EQ(parse("set key 42 100 5 noreply\r", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kSet);
+  ASSERT_EQ(r.keys.size(), 1u);
+  EXPECT_EQ(r.keys[0], "key");
+  EXPECT_EQ(r.clientFlags, 42u);
+  EXPECT_EQ(r.exptime, 100);
+  EXPECT_EQ(r.valueBytes, 5u);
+  EXPECT_TRUE(r.noreply);
+  ASSERT_EQ(parse("cas  k  0 -1 3   99", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.cas, 99u);
+  EXPECT_EQ(r.exptime, -1);
+  EXPECT_FALSE(r.noreply);
+}
+
+TEST(ServerProtocol, BadStorageLineSwallowsTheValueWhenItsLengthIsReadable) {
+  Request r;
+  ParseResult p = parse("set " + std::string(251, 'k') + " 0 0 10", r);
+  EXPECT_EQ(p.status, ParseResult::kError);
+  EXPECT_EQ(p.error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(p.swallow, 12u);
+  p = parse("set k 0 0 -1", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(p.swallow, 0u);
+  p = parse("set k 4294967296 0 1", r);  // flags beyond 32 bits
+  EXPECT_EQ(p.status, ParseResult::kError);
+  EXPECT_EQ(p.swallow, 3u);
+}
+
+TEST(ServerProtocol, MultiGetAndErrors) {
+  Request r;
+  ASSERT_EQ(parse("gets a b c", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.keys.size(), 3u);
+  EXPECT_EQ(parse("get", r).error, "ERROR");
+  EXPECT_EQ(parse("", r).error, "ERROR");
+  EXPECT_EQ(parse("frobnicate x", r).error, "ERROR");
+  EXPECT_EQ(parse("get a\x01" "b", r).error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(parse("gat x k", r).error, "CLIENT_ERROR invalid exptime argument");
+  EXPECT_EQ(parse("incr k -1", r).error, "CLIENT_ERROR invalid numeric delta argument");
+  EXPECT_EQ(parse("incr k 18446744073709551616", r).error, "CLIENT_ERROR invalid numeric delta argument");
+  ASSERT_EQ(parse("incr k 18446744073709551615", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.delta, UINT64_MAX);
+}
+
+TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
+  Request r;
+  ASSERT_EQ(parse("mg key v Oxyz k T30 c", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kMetaGet);
+  EXPECT_TRUE(r.meta.has('v'));
+  EXPECT_TRUE(r.meta.has('T'));
+  EXPECT_EQ(r.meta.ttl, 30);
+  EXPECT_EQ(r.meta.opaque, "xyz");
+  EXPECT_EQ(std::string(r.meta.order, r.meta.orderCount), "vOkTc");
+  EXPECT_EQ(parse("mg key v v", r).error, "CLIENT_ERROR duplicate flag");
+  EXPECT_EQ(parse("mg key 1", r).error, "CLIENT_ERROR invalid flag");
+  ParseResult p = parse("ms key 3 MZ", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR invalid mode for ms M token");
+  EXPECT_EQ(p.swallow, 5u);
+  EXPECT_EQ(parse("ma key MX", r).error, "CLIENT_ERROR invalid mode for ma M token");
+  EXPECT_EQ(parse("ma key Dx", r).error, "CLIENT_ERROR invalid numeric delta value");
+  p = parse("ms a2V5 2 b", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR base64 keys (b flag) are not supported");
+  EXPECT_EQ(p.swallow, 4u);
+}
+
+TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
+  const int64_t now = 1'800'000'000;
+  EXPECT_EQ(ttlFromExptime(0, now), std::chrono::seconds(0));
+  EXPECT_EQ(ttlFromExptime(-1, now), std::nullopt);
+  EXPECT_EQ(ttlFromExptime(60, now), std::chrono::seconds(60));
+  EXPECT_EQ(ttlFromExptime(30 * 24 * 3600, now), std::chrono::seconds(30 * 24 * 3600));  // still relative
+  EXPECT_EQ(ttlFromExptime(now + 100, now), std::chrono::seconds(100));                // absolute
+  EXPECT_EQ(ttlFromExptime(now - 1, now), std::nullopt);
+}
+
+TEST(ServerConfig, DefaultsAndParsedValues) {
+  ServerConfig c = ServerConfig::fromJsonString(R"({"tiers": [], "server": {"port": 0, "max_item_size": "2MiB",
+                                                  "listen": "::1", "threads": 2, "idle_timeout": 0}})");
+  EXPECT_EQ(c.port, 0u);
+  EXPECT_EQ(c.max_item_size, 2u << 20);
+  EXPECT_EQ(c.listen, "::1");
+  EXPECT_EQ(c.threads, 2u);
+  EXPECT_EQ(ServerConfig::fromJsonString("{}").listen, "127.0.0.1");  // loopback unless asked
+}
+
+TEST(ServerConfig, ErrorsNameTheField) {
+  auto error = [](const std::string& json) {
+    try {
+      ServerConfig::fromJsonString(json);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"server": {"port": 70000}})"), "server.port: must be in [0,65535]");
+  EXPECT_EQ(error(R"({"server": {"threads": 0}})"), "server.threads: must be in [1,256]");
+  EXPECT_EQ(error(R"({"server": {"listen": "localhost"}})"),
+            "server.listen: \"localhost\" is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error(R"({"server": {"max_conns": -1}})"), "server.max_conns: must not be negative");
+  EXPECT_EQ(error(R"({"server": {"max_item_size": "1MB"}})").rfind("server.max_item_size: ", 0), 0u);
+  EXPECT_EQ(error(R"({"server": {"prot": 1}})").rfind("server.prot: unknown key", 0), 0u);
+  EXPECT_EQ(error(R"({"server": 3})"), "server: must be an object");
+  EXPECT_EQ(error(R"({"server": {"port": 1, "threads": 2, "port": 2}})"), "server.port: key appears more than once");
+  EXPECT_EQ(error(R"({"workload": {"x": 1}, "server": {"x": {"port": 1}, "port": 2}})").rfind("server.x: unknown", 0),
+            0u);
+}
+
+TEST(ServerConfig, CacheParserAcceptsTheServerObject) {
+  EXPECT_NO_THROW(CacheConfig::fromJsonFile(std::string(TIERCACHE_SOURCE_DIR) + "/configs/server.json"));
+  EXPECT_NO_THROW(ServerConfig::fromJsonFile(std::string(TIERCACHE_SOURCE_DIR) + "/configs/server.json"));
+}
+
+}  // namespace
+}  // namespace tiercache::server
