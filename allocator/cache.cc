@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -21,6 +23,12 @@ namespace tiercache {
 namespace {
 
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+// Donors a rebalance tries before it gives up (each try scans up to
+// AllocationClass::kReleaseTries slabs).
+constexpr size_t kRebalanceDonorTries = 4;
+
+std::atomic<uint64_t> gPinsAtDestruction{0};
 
 }  // namespace
 
@@ -83,8 +91,23 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 // the tiers whose memory they point into.
 Cache::~Cache() {
   movers_->stop();
+  // Handles still held would release into freed memory later (see the
+  // lifetime rule in cache.h): make that loud here, where it is still clear.
+  const uint64_t pins = counters_->handlesOpened.load() - counters_->handlesClosed.load();
+  if (pins != 0) {
+    std::fprintf(stderr,
+                 "tiercache: Cache destroyed while %llu handle(s) still pin items; every ReadHandle and "
+                 "WriteHandle must be released before its Cache is destroyed\n",
+                 static_cast<unsigned long long>(pins));
+#ifndef NDEBUG
+    std::abort();
+#endif
+    gPinsAtDestruction.fetch_add(pins, std::memory_order_relaxed);
+  }
   closePersistentTiers();
 }
+
+uint64_t Cache::pinsOutstandingAtDestruction() { return gPinsAtDestruction.load(std::memory_order_relaxed); }
 
 uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
 
@@ -107,8 +130,16 @@ size_t Cache::maxValueSize(size_t keySize) const {
 ReadHandle Cache::find(std::string_view key) {
   counters_->gets.add();
   Item* item = nullptr;
-  const CompressedRef ref = index_->acquire(key, hashKey(key), item);
-  if (!ref) return {};
+  bool saturated = false;
+  const CompressedRef ref = index_->acquire(key, hashKey(key), item, &saturated);
+  if (!ref) {
+    if (saturated) {
+      throw RefcountOverflow("find: the item already has " + std::to_string(Item::kRefMask) +
+                             " live handles, the most its count holds");
+    }
+    return {};
+  }
+  counters_->handlesOpened.add();
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   table_->owner(ref)->policy().recordAccess(ref.raw());
@@ -156,37 +187,70 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
     for (size_t t = tier; !ref && t < allocs_.size(); ++t) ref = allocs_[t]->allocateSlot(pool, cid);
   }
   if (!ref) ref = obtainSlot(tier, pool, cid, false);
+  // Every candidate of the class is pinned: a lower tier with room (or
+  // with unpinned items) takes the item rather than the set failing.
+  for (size_t t = tier + 1; !ref && t < allocs_.size() && maySpillBelow(tier); ++t) {
+    ref = obtainSlot(static_cast<uint32_t>(t), pool, cid, false);
+  }
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
+  counters_->handlesOpened.add();
   return WriteHandle(this, item, ref);
 }
 
+bool Cache::maySpillBelow(uint32_t tier) const {
+  return !(config_.persistence.durable_sets && allocs_[tier]->tier().persistent());
+}
+
 bool Cache::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
-  const int donorId = a.pickDonor(pool, classId, idleOnly);
-  if (donorId < 0) return false;
-  AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
+  // A donor whose slabs all hold a pin gives nothing now: try the next one
+  // rather than failing (issue 9, item 3). Allocations happen before any
+  // claim: an exception cannot strand claimed items.
   std::vector<CompressedRef> claimed;
-  const uint32_t slab = donor.releaseSlab(claimed);
+  for (uint32_t donorId : a.pickDonors(pool, classId, idleOnly, kRebalanceDonorTries)) {
+    AllocationClass& donor = a.cls(pool, donorId);
+    claimed.clear();
+    const uint32_t slab = donor.releaseSlab(claimed);
+    if (slab == CompressedRef::kNull) continue;
+    evictClaimed(donor, claimed);
+    a.reassignSlab(slab, pool, classId);
+    donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
+    a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
+    counters_->rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+void Cache::evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed) {
+  const uint32_t tier = donor.tier();
+  // As eviction does: an item leaves tier i for tier i+1 when it can.
+  const bool demote = config_.demotion.enabled && tier + 1 < allocs_.size();
+  uint64_t demoted = 0;
   for (CompressedRef ref : claimed) {
     Item* item = table_->item(ref);
-    if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_->unlinkExact(ref, hashKey(item->key()));
+    if (!(item->state.load(std::memory_order_acquire) & Item::kAccessible)) continue;  // removed meanwhile
+    bool moved = false;
+    if (demote) {
+      const CompressedRef dst = obtainSlot(tier + 1, donor.pool(), donor.id(), false);
+      moved = dst && copyAndSwap(item, ref, dst);
+    }
+    if (moved) {
+      ++demoted;
+    } else {
+      index_->unlinkExact(ref, hashKey(item->key()));
+    }
   }
   donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
-  if (slab == CompressedRef::kNull) {
-    for (CompressedRef ref : claimed) donor.pushFree(ref);
-    return false;
-  }
-  a.reassignSlab(slab, pool, classId);
-  donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
-  a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
-  counters_->rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  donor.counters().demotions.fetch_add(demoted, std::memory_order_relaxed);
 }
 
 bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
+  // Another cache's slot linked into this index would corrupt both.
+  if (handle.cache_ != this) throw std::invalid_argument("insertOrReplace: the handle belongs to another Cache");
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();
@@ -363,6 +427,7 @@ uint32_t ReadHandle::tier() const { return cache_->table_->tierOf(ref_); }
 
 void ReadHandle::reset() {
   if (item_) {
+    cache_->counters_->handlesClosed.add();
     cache_->release(item_, ref_);
     item_ = nullptr;
   }

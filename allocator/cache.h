@@ -10,12 +10,22 @@
 // ReadHandle that pins the item. An item is freed when it is neither in the
 // index nor pinned; exactly one thread wins the right to free it (see
 // Item::kExclusive).
+//
+// Lifetime rule: every ReadHandle and WriteHandle must be released (reset
+// or destroyed) before the Cache that made it is destroyed. A handle keeps
+// a pointer to its cache and releases into it; one that outlives the cache
+// would write into freed memory. ~Cache checks for pins still held: with
+// assertions on (NDEBUG off: Debug and sanitizer builds) it aborts with a
+// message; in release builds it prints a warning and adds the number to
+// Cache::pinsOutstandingAtDestruction(), and the late handles must then
+// never be released (their release is undefined behaviour).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +47,15 @@ struct CacheCounters;
 struct MoverState;
 
 using PoolId = uint16_t;
+
+// find() of a key whose item already has the most handles its count holds
+// (Item::kRefMask, 2^20 - 1, live at once): the key is present, but no
+// further handle can be taken until one is released. Thrown rather than
+// returning an empty handle, so that a caller never mistakes it for a miss.
+class RefcountOverflow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Hash used by the access index. Replaceable for tests (e.g. one that sends
 // every key to one bucket, to prove that keys are compared in full).
@@ -68,7 +87,8 @@ class Cache {
   WriteHandle allocate(std::string_view key, size_t valueSize);
   WriteHandle allocate(PoolId pool, std::string_view key, size_t valueSize);
   // Publish an allocated item; returns true if it replaced an existing key.
-  // The handle is consumed. Throws std::invalid_argument for an empty handle.
+  // The handle is consumed. Throws std::invalid_argument for an empty handle
+  // or one that another Cache allocated (the handle is then left as it was).
   bool insertOrReplace(WriteHandle&& handle);
 
   PoolId poolId(std::string_view name) const;  // throws std::out_of_range
@@ -78,6 +98,9 @@ class Cache {
   size_t maxValueSize(size_t keySize = 0) const;
 
   CacheStats stats() const;
+  // Pins found by ~Cache of every Cache of this process so far (release
+  // builds; Debug builds abort instead). 0 in a correct program.
+  static uint64_t pinsOutstandingAtDestruction();
   const CacheConfig& config() const { return config_; }
 
   // Walks every structure and checks the invariants (index <-> items,
@@ -103,6 +126,12 @@ class Cache {
   void freeOwned(CompressedRef ref);
   // Moves a slab from another class of the pool to `classId`.
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
+  // The items of a released slab (claimed, out of their policy): demoted
+  // into the next tier while it has room, else unlinked.
+  void evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed);
+  // An item meant for `tier` may be stored in a lower tier instead: not
+  // when a durable set targets a persistent tier.
+  bool maySpillBelow(uint32_t tier) const;
   uint64_t hashKey(std::string_view key) const;
 
   // ---- moving items between tiers (cache_mover.cc) ----

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace tiercache {
 
 struct CacheCounters {
   ShardedCounter gets, sets, setFailures, inserts, replaces, removes, allocTooLarge;
+  // Handles made and released: their difference is the pins outstanding,
+  // exact once no other thread uses the cache (~Cache checks it).
+  ShardedCounter handlesOpened, handlesClosed;
   std::atomic<uint64_t> rebalancedSlabs{0};
   std::vector<std::unique_ptr<ShardedCounter>> tierHits;
   uint64_t recoveredItems = 0, discardedItems = 0;  // written once, before any other thread
@@ -32,13 +36,20 @@ struct CacheCounters {
 class PromotionQueue {
  public:
   explicit PromotionQueue(size_t capacity) : capacity_(capacity) {}
+  // False when full, or when the key cannot be copied (out of memory): the
+  // caller then clears the item's hit count, or it could never be promoted.
   bool push(std::string_view key) {
     std::lock_guard<std::mutex> g(mu_);
     if (keys_.size() >= capacity_) return false;
-    keys_.emplace_back(key);
+    try {
+      keys_.emplace_back(key);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
     return true;
   }
   void popBatch(size_t n, std::vector<std::string>& out) {
+    out.reserve(out.size() + n);  // before popping: a key is never lost between the two
     std::lock_guard<std::mutex> g(mu_);
     while (n-- > 0 && !keys_.empty()) {
       out.push_back(std::move(keys_.front()));

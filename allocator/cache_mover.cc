@@ -23,12 +23,23 @@ constexpr int kEvictionAttempts = 4;
 // A class that could use another's idle slab checks for one this often.
 constexpr uint32_t kRebalanceCheckMs = 10;
 
+// The verdict for a candidate that could not be claimed. A reader's pin may
+// last for seconds: that item leaves the cold end (kRotate), or a few
+// long-lived handles on the coldest items would fill every scan window. One
+// that another thread is moving or freeing stays put (kSkip).
+EvictionVisitor::Verdict unclaimableVerdict(const Item& item) {
+  const uint32_t s = item.state.load(std::memory_order_relaxed);
+  const bool busy = s & (Item::kMoving | Item::kExclusive | Item::kFreeSlot);
+  return (s & Item::kRefMask) && !busy ? EvictionVisitor::Verdict::kRotate : EvictionVisitor::Verdict::kSkip;
+}
+
 // Claims unpinned items for a move (kMoving) at the cold end of a policy.
 class MoveClaimVisitor final : public EvictionVisitor {
  public:
   explicit MoveClaimVisitor(const SlabTable& table) : table_(table) {}
   Verdict visit(uint32_t ref) override {
-    if (!table_.item(CompressedRef(ref))->tryMarkMoving(false)) return Verdict::kSkip;
+    Item* item = table_.item(CompressedRef(ref));
+    if (!item->tryMarkMoving(false)) return unclaimableVerdict(*item);
     victims[count++] = CompressedRef(ref);
     return Verdict::kTake;
   }
@@ -135,7 +146,10 @@ void Cache::noteLowerTierHit(Item* item, CompressedRef ref) {
 
 bool Cache::promote(Item* item, CompressedRef ref) {
   const uint32_t tier = table_->tierOf(ref);
-  if (tier == 0) return false;
+  if (tier == 0) {
+    item->clearLowerTierHits();
+    return false;
+  }
   AllocationClass& src = *table_->owner(ref);
   SlabAllocator& upper = *allocs_[tier - 1];
   AllocationClass& up = upper.cls(src.pool(), src.id());
@@ -166,11 +180,15 @@ bool Cache::promote(Item* item, CompressedRef ref) {
   // Out of the lower tier's list first, so no evictor picks it mid-copy; a
   // false here means it is not listed yet (insert in flight) or is being
   // moved by someone else: leave it.
+  // Every early return clears the hit count: noteLowerTierHit fires only
+  // when the count reaches `hits`, so a count left there never fires again.
   if (!item->tryMarkMoving(true)) {
+    item->clearLowerTierHits();
     up.pushFree(dst);
     return false;
   }
   if (!src.policy().remove(ref.raw())) {
+    item->clearLowerTierHits();
     if (item->finishMove()) freeOwned(ref);
     up.pushFree(dst);
     return false;

@@ -12,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-${TIERCACHE_FUZZ_SECONDS:-60}}"
 dir="${TIERCACHE_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 [[ "$dir" = /* ]] || dir="$root/$dir"
-targets=(tiercache_pool_fuzzer)
+targets=(tiercache_pool_fuzzer tiercache_config_fuzzer)
 
 cxx="${FUZZ_CXX:-clang++}"
 if ! command -v "$cxx" >/dev/null; then
@@ -33,7 +33,20 @@ for t in "${targets[@]}"; do
   corpus="$dir/corpus/$t"
   artifacts="$dir/artifacts/$t/"
   mkdir -p "$corpus" "$artifacts"
-  if [[ -z "$(ls -A "$corpus")" ]]; then
+  # Per target: input length, and the allocation bound. The config fuzzer
+  # is held to 256 MiB in one allocation and 1 GiB of RSS: a config that
+  # makes the parser allocate more than that is a finding (issue 9, item 18).
+  limits=(-rss_limit_mb=4096 -max_len=320 -len_control=0)
+  if [[ "$t" == tiercache_config_fuzzer ]]; then
+    limits=(-rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=16384)
+    if [[ -z "$(ls -A "$corpus")" ]]; then
+      # Seeds: every shipped config, and a few shapes near the bounds.
+      for f in "$root"/configs/*.json; do cp "$f" "$corpus/seed-$(basename "$f")"; done
+      printf '{"tiers":[{"name":"d","kind":"dram","size":"64MiB"}],"pools":[{"name":"a","share":0.5}],"index":{"bucket_power":22}}' >"$corpus/seed-pools"
+      printf '{"tiers":[{"name":"d","kind":"dram","size":1e400}]}' >"$corpus/seed-overflow"
+      printf '{"workload":[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]}' >"$corpus/seed-deep"
+    fi
+  elif [[ -z "$(ls -A "$corpus")" ]]; then
     # Seeds: the untouched pool, and each flag alone (see the target's header).
     for f in 00 01 02 03 04 08 09 10 11; do printf "\\x$f" >"$corpus/seed-$f"; done
     # Past the 160-byte header into the records: a changed record with
@@ -44,7 +57,7 @@ for t in "${targets[@]}"; do
   log="$dir/$t.log"
   echo "=== fuzz: $t for ${seconds}s (log: $log)"
   rc=0
-  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=320 -len_control=0 \
+  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 "${limits[@]}" \
     -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
   if ((rc != 0)); then
