@@ -81,6 +81,8 @@ class Cache {
   bool remove(std::string_view key);
 
   // Zero-copy API.
+  // Empty handle on a miss. Throws RefcountOverflow when the key's item
+  // already has Item::kRefMask (2^20 - 1) live handles (get() too).
   ReadHandle find(std::string_view key);
   // A handle for key with a writable value of valueSize bytes, in the
   // default pool (0) or the given one; empty when it cannot be allocated.

@@ -7,6 +7,10 @@
 // last release frees it. Handles are move-only and not thread-safe
 // themselves (one handle, one thread at a time); any number of handles to
 // the same item may live in different threads.
+//
+// A handle must be released before the Cache that made it is destroyed:
+// release writes into the cache. ~Cache aborts (NDEBUG off) or warns and
+// counts (release builds) when handles are still held; see cache.h.
 #pragma once
 
 #include <cstddef>
