@@ -25,6 +25,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 #include <variant>
 
@@ -102,6 +103,10 @@ size_t editDistance(std::string_view a, std::string_view b) {
 // " (did you mean 'x'?)" for the candidate closest to `given`, if it is close
 // (a typo or two) or starts with what was given ("pmem" -> "pmem-file").
 std::string suggestion(std::string_view given, const std::vector<std::string_view>& candidates) {
+  // Edit distance costs |given| x |candidate| per candidate: a key far
+  // longer than any option name (a 10 MB key) is no typo of one.
+  constexpr size_t kMaxSuggestLength = 64;
+  if (given.size() > kMaxSuggestLength) return "";
   std::string_view best;
   size_t bestDist = std::numeric_limits<size_t>::max();
   for (std::string_view c : candidates) {
@@ -354,10 +359,15 @@ void checkTotalSize(const CacheConfig& c, size_t, const std::string& path) {
 
 void checkPoolName(const CacheConfig& c, size_t i, const std::string& path) {
   checkNameCharset(c.pools[i].name, path);
-  for (size_t j = 0; j < i; ++j) {
-    if (c.pools[j].name == c.pools[i].name) {
-      throw ConfigError(path, "duplicate pool name " + quote(c.pools[i].name) + " (also pools[" +
-                                  std::to_string(j) + "].name)");
+  // Up to 65,536 pools: one hashed pass at the last pool, not i compares at each.
+  if (i + 1 != c.pools.size()) return;
+  std::unordered_map<std::string_view, size_t> first;
+  for (size_t k = 0; k < c.pools.size(); ++k) {
+    const auto [it, fresh] = first.emplace(c.pools[k].name, k);
+    if (!fresh) {
+      throw ConfigError("pools[" + std::to_string(k) + "].name", "duplicate pool name " + quote(c.pools[k].name) +
+                                                                     " (also pools[" + std::to_string(it->second) +
+                                                                     "].name)");
     }
   }
 }
