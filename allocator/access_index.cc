@@ -35,13 +35,16 @@ uint64_t AccessIndex::metadataBytes() const {
   return (mask_ + 1) * sizeof(uint32_t) + (stripeMask_ + 1) * sizeof(Stripe);
 }
 
-CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item) {
+CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
   for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(r));
     if (keyEquals(it, key)) {
-      if (!it->tryAcquire()) return CompressedRef();
+      if (!it->tryAcquire()) {
+        if (saturated) *saturated = (it->state.load(std::memory_order_relaxed) & Item::kRefMask) == Item::kRefMask;
+        return CompressedRef();
+      }
       item = it;
       return CompressedRef(r);
     }

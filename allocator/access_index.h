@@ -84,8 +84,9 @@ class AccessIndex {
   CompressedRef insertRecovered(CompressedRef ref, Item* item, uint64_t hash);
 
   // Finds key and pins it (Item::tryAcquire). Null ref when absent or
-  // when the item is being evicted.
-  CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item);
+  // when the item is being evicted; then *saturated (if given) tells
+  // whether the key was present with a refcount that cannot grow.
+  CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated = nullptr);
   // Publishes item (held by the caller) under its key. Returns the item it
   // replaced, or null; ownedOld tells whether the caller must free it.
   CompressedRef insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,6 +27,8 @@ namespace tiercache {
 namespace {
 
 uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+std::atomic<uint64_t> gPinsAtDestruction{0};
 
 }  // namespace
 
@@ -101,8 +105,23 @@ Cache::~Cache() {
   closing_.store(true, std::memory_order_relaxed);
   reaper_->stop();
   movers_->stop();
+  // Handles still held would release into freed memory later (see the
+  // lifetime rule in cache.h): make that loud here, where it is still clear.
+  const uint64_t pins = counters_->handlesOpened.load() - counters_->handlesClosed.load();
+  if (pins != 0) {
+    std::fprintf(stderr,
+                 "tiercache: Cache destroyed while %llu handle(s) still pin items; every ReadHandle and "
+                 "WriteHandle must be released before its Cache is destroyed\n",
+                 static_cast<unsigned long long>(pins));
+#ifndef NDEBUG
+    std::abort();
+#endif
+    gPinsAtDestruction.fetch_add(pins, std::memory_order_relaxed);
+  }
   closePersistentTiers();
 }
+
+uint64_t Cache::pinsOutstandingAtDestruction() { return gPinsAtDestruction.load(std::memory_order_relaxed); }
 
 uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
 
@@ -127,8 +146,15 @@ ReadHandle Cache::find(std::string_view key) { return findHashed(key, hashKey(ke
 ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   counters_->gets.add();
   Item* item = nullptr;
-  const CompressedRef ref = index_->acquire(key, hash, item);
-  if (!ref) return {};
+  bool saturated = false;
+  const CompressedRef ref = index_->acquire(key, hash, item, &saturated);
+  if (!ref) {
+    if (saturated) {
+      throw RefcountOverflow("find: the item already has " + std::to_string(Item::kRefMask) +
+                             " live handles, the most its count holds");
+    }
+    return {};
+  }
   if (isExpired(*item)) {
     // A miss; the read reclaims the dead item rather than leave it for the reaper.
     ReadHandle pin(this, item, ref);
@@ -200,6 +226,11 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
     }
   }
   if (!ref) ref = movers_->obtainSlot(tier, pool, cid);
+  // Every candidate of the class is pinned: a lower tier with room (or
+  // with unpinned items) takes the item rather than the set failing.
+  for (size_t t = tier + 1; !ref && t < allocs_.size() && maySpillBelow(tier); ++t) {
+    ref = movers_->obtainSlot(static_cast<uint32_t>(t), pool, cid);
+  }
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
@@ -216,6 +247,10 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
     h.item()->flags = flags;
   }
   return h;
+}
+
+bool Cache::maySpillBelow(uint32_t tier) const {
+  return !(config_.persistence.durable_sets && allocs_[tier]->tier().persistent());
 }
 
 bool Cache::insertOrReplace(WriteHandle&& handle) {
@@ -389,8 +424,13 @@ std::string_view ReadHandle::key() const { return item_->key(); }
 std::string_view ReadHandle::value() const { return item_->value(); }
 uint32_t ReadHandle::tier() const { return cache_->table_->tierOf(ref_); }
 
+ReadHandle::ReadHandle(Cache* cache, Item* item, CompressedRef ref) : cache_(cache), item_(item), ref_(ref) {
+  cache_->counters_->handlesOpened.add();
+}
+
 void ReadHandle::reset() {
   if (item_) {
+    cache_->counters_->handlesClosed.add();
     cache_->release(item_, ref_);
     item_ = nullptr;
   }

@@ -12,6 +12,15 @@
 // ReadHandle that pins the item. An item is freed when it is neither in the
 // index nor pinned; exactly one thread wins the right to free it (see
 // Item::kExclusive).
+//
+// Lifetime rule: every ReadHandle and WriteHandle must be released (reset
+// or destroyed) before the Cache that made it is destroyed. A handle keeps
+// a pointer to its cache and releases into it; one that outlives the cache
+// would write into freed memory. ~Cache checks for pins still held: with
+// assertions on (NDEBUG off: Debug and sanitizer builds) it aborts with a
+// message; in release builds it prints a warning and adds the number to
+// Cache::pinsOutstandingAtDestruction(), and the late handles must then
+// never be released (their release is undefined behaviour).
 #pragma once
 
 #include <atomic>
@@ -21,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +56,15 @@ struct InsertOutcome;
 class ItemReaper;
 
 using PoolId = uint16_t;
+
+// find() of a key whose item already has the most handles its count holds
+// (Item::kRefMask, 2^20 - 1, live at once): the key is present, but no
+// further handle can be taken until one is released. Thrown rather than
+// returning an empty handle, so that a caller never mistakes it for a miss.
+class RefcountOverflow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Hash used by the access index. Replaceable for tests (e.g. one that sends
 // every key to one bucket, to prove that keys are compared in full).
@@ -128,6 +147,8 @@ class Cache final : private ItemFate {
   bool remove(std::string_view key);
 
   // Zero-copy API. Reads never return an expired (or flushed) item.
+  // find: empty handle on a miss; throws RefcountOverflow when the key's
+  // item already has Item::kRefMask (2^20 - 1) live handles (get() too).
   ReadHandle find(std::string_view key);
   // Like find, but records no access: no policy update, no promotion, no
   // get/hit counted.
@@ -142,7 +163,8 @@ class Cache final : private ItemFate {
   WriteHandle allocate(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags = 0);
   WriteHandle allocate(PoolId pool, std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags = 0);
   // Publish an allocated item; returns true if it replaced an existing key.
-  // The handle is consumed. Throws std::invalid_argument for an empty handle.
+  // The handle is consumed. Throws std::invalid_argument for an empty handle
+  // or one that another Cache allocated (the handle is then left as it was).
   bool insertOrReplace(WriteHandle&& handle);
   // Publishes only if no live item has the key (add); the handle is
   // consumed either way (dropped when false). Throws for an empty handle.
@@ -174,6 +196,9 @@ class Cache final : private ItemFate {
   size_t maxValueSize(size_t keySize = 0) const;
 
   CacheStats stats() const;
+  // Pins found by ~Cache of every Cache of this process so far (release
+  // builds; Debug builds abort instead). 0 in a correct program.
+  static uint64_t pinsOutstandingAtDestruction();
   const CacheConfig& config() const { return config_; }
 
   // Walks every structure and checks the invariants (index <-> items,
@@ -223,6 +248,9 @@ class Cache final : private ItemFate {
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);
+  // An item meant for `tier` may be stored in a lower tier instead: not
+  // when a durable set targets a persistent tier.
+  bool maySpillBelow(uint32_t tier) const;
   uint64_t hashKey(std::string_view key) const;
 
   // ---- persistent tiers (cache_persistence.cc) ----

@@ -9,6 +9,10 @@
 // option is one new row.
 #include "cache_config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 #include <variant>
 
@@ -53,6 +58,26 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
+// A JSON key as shown in a key path: control bytes (NUL included) escaped,
+// cut short like quote(), so a 10 MB key cannot flood a log line.
+std::string displayKey(std::string_view key) {
+  constexpr size_t kMax = 40;
+  std::string out;
+  for (size_t i = 0; i < key.size() && i < kMax; ++i) {
+    const unsigned char ch = static_cast<unsigned char>(key[i]);
+    if (ch < 0x20 || ch == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  if (key.size() > kMax) out += "...(" + std::to_string(key.size()) + " bytes)";
+  return out;
+}
+
 std::string formatNumber(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
   std::ostringstream os;
@@ -78,6 +103,10 @@ size_t editDistance(std::string_view a, std::string_view b) {
 // " (did you mean 'x'?)" for the candidate closest to `given`, if it is close
 // (a typo or two) or starts with what was given ("pmem" -> "pmem-file").
 std::string suggestion(std::string_view given, const std::vector<std::string_view>& candidates) {
+  // Edit distance costs |given| x |candidate| per candidate: a key far
+  // longer than any option name (a 10 MB key) is no typo of one.
+  constexpr size_t kMaxSuggestLength = 64;
+  if (given.size() > kMaxSuggestLength) return "";
   std::string_view best;
   size_t bestDist = std::numeric_limits<size_t>::max();
   for (std::string_view c : candidates) {
@@ -111,7 +140,8 @@ std::string describe(const Json& v) {
 }
 
 std::string join(const std::string& prefix, std::string_view name) {
-  return prefix.empty() ? std::string(name) : prefix + "." + std::string(name);
+  const std::string shown = displayKey(name);
+  return prefix.empty() ? shown : prefix + "." + shown;
 }
 
 std::string indexed(const std::string& prefix, size_t i) { return prefix + "[" + std::to_string(i) + "]"; }
@@ -208,7 +238,24 @@ void checkTiersPresent(const CacheConfig& c, size_t, const std::string& path) {
   if (c.tiers.empty()) throw ConfigError(path, "at least one tier is required");
 }
 
+// Names go into stats exports (JSON, Prometheus labels), thread names and
+// messages: a small portable set keeps every one of those well-formed.
+void checkNameCharset(const std::string& name, const std::string& path) {
+  if (name.size() > CacheConfig::kMaxNameLength) {
+    throw ConfigError(path, quote(name) + " is longer than " + std::to_string(CacheConfig::kMaxNameLength) +
+                                " bytes");
+  }
+  for (size_t k = 0; k < name.size(); ++k) {
+    const unsigned char ch = static_cast<unsigned char>(name[k]);
+    if (!std::isalnum(ch) && ch != '_' && ch != '-' && ch != '.' && ch != ':') {
+      throw ConfigError(path, quote(displayKey(name)) + " has a character outside [A-Za-z0-9_.:-] at byte " +
+                                  std::to_string(k));
+    }
+  }
+}
+
 void checkTierName(const CacheConfig& c, size_t i, const std::string& path) {
+  checkNameCharset(c.tiers[i].name, path);
   for (size_t j = 0; j < i; ++j) {
     if (c.tiers[j].name == c.tiers[i].name) {
       throw ConfigError(path, "duplicate tier name " + quote(c.tiers[i].name) + " (also tiers[" +
@@ -313,10 +360,16 @@ void checkTotalSize(const CacheConfig& c, size_t, const std::string& path) {
 }
 
 void checkPoolName(const CacheConfig& c, size_t i, const std::string& path) {
-  for (size_t j = 0; j < i; ++j) {
-    if (c.pools[j].name == c.pools[i].name) {
-      throw ConfigError(path, "duplicate pool name " + quote(c.pools[i].name) + " (also pools[" +
-                                  std::to_string(j) + "].name)");
+  checkNameCharset(c.pools[i].name, path);
+  // Up to 65,536 pools: one hashed pass at the last pool, not i compares at each.
+  if (i + 1 != c.pools.size()) return;
+  std::unordered_map<std::string_view, size_t> first;
+  for (size_t k = 0; k < c.pools.size(); ++k) {
+    const auto [it, fresh] = first.emplace(c.pools[k].name, k);
+    if (!fresh) {
+      throw ConfigError("pools[" + std::to_string(k) + "].name", "duplicate pool name " + quote(c.pools[k].name) +
+                                                                     " (also pools[" + std::to_string(it->second) +
+                                                                     "].name)");
     }
   }
 }
@@ -403,6 +456,40 @@ void checkLockPower(const CacheConfig& c, size_t, const std::string& path) {
   }
 }
 
+// Bytes of item slots the tiers can hold: sized tiers, plus the planner's
+// total when some tier is sized by ratio. Saturating.
+uint64_t capacityBytes(const CacheConfig& c) {
+  uint64_t bytes = 0;
+  bool ratio = false;
+  for (const TierConfig& t : c.tiers) {
+    bytes = t.size > std::numeric_limits<uint64_t>::max() - bytes ? std::numeric_limits<uint64_t>::max() : bytes + t.size;
+    ratio |= t.size == 0;
+  }
+  return ratio ? std::max(bytes, c.total_size) : bytes;
+}
+
+void checkBucketPower(const CacheConfig& c, size_t, const std::string& path) {
+  const uint32_t most = c.maxUsefulBucketPower();
+  if (c.index.bucket_power <= most) return;
+  throw ConfigError(path, std::to_string(c.index.bucket_power) + " would map " +
+                              formatSize(uint64_t{4} << c.index.bucket_power) + " of buckets for a cache of at most " +
+                              std::to_string(capacityBytes(c) / std::max<uint32_t>(c.minAllocSize(), 1)) +
+                              " items; at most " + std::to_string(most) + " is useful here (2^" +
+                              std::to_string(most) + " buckets, " + formatSize(uint64_t{4} << most) + ")");
+}
+
+void checkMetadataBudget(const CacheConfig& c, size_t, const std::string& path) {
+  const uint64_t meta = c.metadataBytes();
+  const uint64_t budget = std::max(capacityBytes(c), CacheConfig::kMinMetadataBudget);
+  if (meta <= budget) return;
+  throw ConfigError(path, "this config's own structures would take " + formatSize(meta) + " (" +
+                              std::to_string(c.tiers.size()) + " tiers x " + std::to_string(c.pools.size()) +
+                              " pools x " + std::to_string(c.classCount()) + " classes, 2^" +
+                              std::to_string(c.index.bucket_power) +
+                              " index buckets), more than the tiers hold (" + formatSize(capacityBytes(c)) +
+                              "); use fewer pools or classes");
+}
+
 const std::vector<Option>& options() {
   static const std::vector<Option> kOptions = {
       // ---- top level
@@ -411,7 +498,7 @@ const std::vector<Option>& options() {
        .field = TC_FIELD(c.slab_size), .min = 64 * kKiB, .max = kGiB, .powerOfTwo = true},
       {.section = Section::kTop, .name = "tiers", .type = Type::kObjectList,
        .description = "Memory tiers, fastest first; new items go to tiers[0] and are demoted down the list.",
-       .rule = "at least one", .check = checkTiersPresent, .child = Section::kTier,
+       .max = CacheConfig::kMaxTiers, .rule = "at least one", .check = checkTiersPresent, .child = Section::kTier,
        .count = [](const CacheConfig& c) { return c.tiers.size(); },
        .resize = [](CacheConfig& c, size_t n) { c.tiers.resize(n); }},
       // After tiers, so that a tier's own mistake is reported first.
@@ -429,13 +516,17 @@ const std::vector<Option>& options() {
       {.section = Section::kTop, .name = "pools", .type = Type::kObjectList,
        .description = "Pools partition every tier's slabs; pools[0] is the default pool. "
                       "Empty or absent: one pool \"default\" with share 1.",
-       .rule = "shares add up to at most 1", .check = checkPoolShares, .child = Section::kPool,
+       .max = CacheConfig::kMaxPools, .rule = "shares add up to at most 1", .check = checkPoolShares,
+       .child = Section::kPool,
        .count = [](const CacheConfig& c) { return c.pools.size(); },
        .resize = [](CacheConfig& c, size_t n) { c.pools.resize(n); }},
       {.section = Section::kTop, .name = "allocation", .type = Type::kObject,
        .description = "Allocation classes (item sizes).", .child = Section::kAllocation},
       {.section = Section::kTop, .name = "index", .type = Type::kObject,
-       .description = "The hash index over all tiers.", .child = Section::kIndex},
+       .description = "The hash index over all tiers.",
+       .rule = "with tiers, pools and classes, the cache's own structures take at most what the tiers hold "
+               "(or 64MiB)",
+       .check = checkMetadataBudget, .child = Section::kIndex},
       {.section = Section::kTop, .name = "eviction", .type = Type::kObject,
        .description = "Eviction policy of every (tier, pool, class).", .child = Section::kEviction},
       {.section = Section::kTop, .name = "rebalance", .type = Type::kObject,
@@ -459,7 +550,7 @@ const std::vector<Option>& options() {
       // ---- tiers[]
       {.section = Section::kTier, .name = "name", .type = Type::kString,
        .description = "Tier name, used in stats and messages.", .field = TC_FIELD(c.tiers[i].name),
-       .required = true, .nonEmpty = true, .rule = "unique", .check = checkTierName},
+       .required = true, .nonEmpty = true, .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]", .check = checkTierName},
       {.section = Section::kTier, .name = "kind", .type = Type::kEnum,
        .description = "dram: anonymous memory; pmem-file: a file on a DAX or ordinary file system "
                       "(or tmpfs to emulate PMEM); dax-kmem: PMEM exposed as a NUMA node; auto: the tier "
@@ -505,7 +596,7 @@ const std::vector<Option>& options() {
       // ---- pools[]
       {.section = Section::kPool, .name = "name", .type = Type::kString,
        .description = "Pool name, passed to Cache::poolId().", .field = TC_FIELD(c.pools[i].name),
-       .required = true, .nonEmpty = true, .rule = "unique", .check = checkPoolName},
+       .required = true, .nonEmpty = true, .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]", .check = checkPoolName},
       {.section = Section::kPool, .name = "share", .type = Type::kReal,
        .description = "Fraction of every tier's slabs reserved for the pool.", .field = TC_FIELD(c.pools[i].share),
        .min = 0, .minExclusive = true, .max = 1},
@@ -531,8 +622,11 @@ const std::vector<Option>& options() {
 
       // ---- index
       {.section = Section::kIndex, .name = "bucket_power", .type = Type::kCount,
-       .description = "The index has 2^bucket_power buckets.", .field = TC_FIELD(c.index.bucket_power),
-       .min = 10, .max = 32},
+       .description = "The index has 2^bucket_power buckets (4 bytes each).", .field = TC_FIELD(c.index.bucket_power),
+       .min = 10, .max = 32,
+       .rule = "at most 20 or one more than the bits of the most items the tiers can hold (capacity / smallest "
+               "class), whichever is larger",
+       .check = checkBucketPower},
       {.section = Section::kIndex, .name = "lock_power", .type = Type::kCount,
        .description = "The index has 2^lock_power lock stripes.", .field = TC_FIELD(c.index.lock_power),
        .min = 4, .max = 20, .rule = "<= bucket_power", .check = checkLockPower},
@@ -742,6 +836,9 @@ void parseValue(const Option& o, const Json& v, CacheConfig& c, size_t index, co
       return;
     case Type::kObjectList: {
       if (!v.is_array()) typeError(path, "an array of objects", v);
+      if (static_cast<double>(v.size()) > o.max) {
+        throw ConfigError(path, std::to_string(v.size()) + " entries, at most " + formatNumber(o.max));
+      }
       o.resize(c, v.size());
       for (size_t k = 0; k < v.size(); ++k) {
         if (!v[k].is_object()) typeError(indexed(path, k), "an object", v[k]);
@@ -818,13 +915,19 @@ void parseSection(const Json& obj, Section section, CacheConfig& c, size_t index
 // twice is almost always a mistake, so find the first repeat and its path.
 class DuplicateKeyFinder {
  public:
-  bool operator()(int, Json::parse_event_t event, Json& parsed) {
+  bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
+    // Refused before the parser builds the level: a deep document must not
+    // cost stack in whatever walks the parsed tree.
+    if (depth > CacheConfig::kMaxJsonDepth) {
+      throw ConfigError(path(), "nested deeper than " + std::to_string(CacheConfig::kMaxJsonDepth) + " levels");
+    }
     switch (event) {
       case Json::parse_event_t::object_start: stack_.push_back(Frame{}); break;
       case Json::parse_event_t::array_start: stack_.push_back(Frame{.array = true}); break;
       case Json::parse_event_t::key: {
         Frame& f = stack_.back();
         f.key = parsed.get<std::string>();
+        if (f.key.find('\0') != std::string::npos) throw ConfigError(path(), "key contains a NUL byte");
         // The workload object is the bench's: its content is not ours to judge.
         const bool inWorkload = stack_.size() > 1 && (stack_.front().key == "workload" || stack_.front().key == "server");
         if (!f.keys.insert(f.key).second && duplicate_.empty() && !inWorkload) duplicate_ = path();
@@ -841,6 +944,12 @@ class DuplicateKeyFinder {
   }
   // Path of the first repeated key, "" if none.
   const std::string& duplicate() const { return duplicate_; }
+  // Key path of the element being parsed (for errors raised inside the parser).
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : stack_) p = f.array ? indexed(p, f.index) : join(p, f.key);
+    return p;
+  }
 
  private:
   struct Frame {
@@ -851,11 +960,6 @@ class DuplicateKeyFinder {
   };
   void elementDone() {
     if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
-  }
-  std::string path() const {
-    std::string p;
-    for (const Frame& f : stack_) p = f.array ? indexed(p, f.index) : join(p, f.key);
-    return p;
   }
   std::vector<Frame> stack_;
   std::string duplicate_;
@@ -868,6 +972,13 @@ CacheConfig parseDocument(std::string_view text, const std::string& source) {
   try {
     doc = Json::parse(text.begin(), text.end(),
                       [finder](int depth, Json::parse_event_t e, Json& parsed) { return (*finder)(depth, e, parsed); });
+  } catch (const ConfigError& e) {  // from the callback: too deep, NUL in a key
+    if (source.empty()) throw;
+    const std::string what = e.what();
+    throw ConfigError(e.path(), (e.path().empty() ? what : what.substr(e.path().size() + 2)) + " (in " + source + ")");
+  } catch (const Json::out_of_range&) {
+    // A number the parser cannot hold (1e400): reported at its key.
+    throw ConfigError(finder->path(), "number out of range" + (source.empty() ? std::string() : " (in " + source + ")"));
   } catch (const Json::parse_error& e) {
     // e.byte is the 1-based offset of the last byte read; past the end at EOF.
     const size_t pos = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
@@ -880,6 +991,8 @@ CacheConfig parseDocument(std::string_view text, const std::string& source) {
     throw ConfigError("", (source.empty() ? "" : source + ": ") + "JSON syntax error at line " + std::to_string(line) +
                               ", column " + std::to_string(column) + " (byte offset " + std::to_string(pos) +
                               "): " + what);
+  } catch (const Json::exception& e) {
+    throw ConfigError(finder->path(), std::string("cannot parse: ") + e.what());
   }
   try {
     if (!finder->duplicate().empty()) throw ConfigError(finder->duplicate(), "key appears more than once");
@@ -936,6 +1049,9 @@ void validateOption(const Option& o, const CacheConfig& c, size_t index, const s
     case Type::kIgnored: return;
     case Type::kObject: validateSection(o.child, c, index, path); break;
     case Type::kObjectList:
+      if (static_cast<double>(o.count(c)) > o.max) {
+        throw ConfigError(path, std::to_string(o.count(c)) + " entries, at most " + formatNumber(o.max));
+      }
       for (size_t k = 0; k < o.count(c); ++k) validateSection(o.child, c, k, indexed(path, k));
       break;
     default: {
@@ -1156,17 +1272,79 @@ std::string formatSize(uint64_t bytes) {
 
 CacheConfig CacheConfig::fromJsonString(std::string_view json) { return parseDocument(json, ""); }
 
-CacheConfig CacheConfig::fromJsonFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError("", "cannot read config file '" + path + "': it is a directory");
+std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
+                                     const std::vector<uint32_t>& explicitSizes) {
+  if (!explicitSizes.empty()) return explicitSizes;
+  std::vector<uint32_t> sizes;
+  auto round8 = [](double v) { return (static_cast<uint64_t>(std::ceil(v)) + 7) & ~uint64_t{7}; };
+  uint64_t cur = round8(minSize);
+  while (cur < maxSize && sizes.size() < 254) {
+    sizes.push_back(static_cast<uint32_t>(cur));
+    cur = std::max(cur + 8, round8(static_cast<double>(cur) * factor));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("", "cannot open config file '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError("", "cannot read config file '" + path + "': " + std::strerror(errno));
-  return parseDocument(text.str(), path);
+  sizes.push_back(maxSize & ~7u);
+  return sizes;
+}
+
+size_t CacheConfig::classCount() const {
+  const AllocationConfig& a = allocation;
+  if (!a.sizes.empty()) return a.sizes.size();
+  if (!(a.growth_factor > 1) || minAllocSize() == 0) return 1;
+  return makeClassSizes(minAllocSize(), maxAllocSize(), a.growth_factor, {}).size();
+}
+
+uint32_t CacheConfig::maxUsefulBucketPower() const {
+  // One bucket per item at most, times two for a short chain at full load;
+  // never below the default, so small caches keep it.
+  const uint64_t items = capacityBytes(*this) / std::max<uint32_t>(minAllocSize(), 1);
+  return std::max<uint32_t>(IndexConfig{}.bucket_power, static_cast<uint32_t>(std::bit_width(items)) + 1);
+}
+
+uint64_t CacheConfig::metadataBytes() const {
+  const auto sat = [](uint64_t a, uint64_t b) {
+    return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b;
+  };
+  uint64_t bytes = index.bucket_power < 62 ? uint64_t{sizeof(uint32_t)} << index.bucket_power : ~uint64_t{0};
+  bytes = sat(bytes, index.lock_power < 56 ? uint64_t{64} << index.lock_power : ~uint64_t{0});
+  bytes = sat(bytes, slab_size ? capacityBytes(*this) / slab_size * kSlabMetadataBytes : 0);
+  const uint64_t classes = static_cast<uint64_t>(tiers.size()) * std::max<size_t>(pools.size(), 1) * classCount();
+  bytes = sat(bytes, classes * kClassMetadataBytes);
+  return bytes;
+}
+
+CacheConfig CacheConfig::fromJsonFile(const std::string& path) { return parseDocument(readConfigFile(path), path); }
+
+std::string readConfigFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw ConfigError("", "cannot open config file '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw ConfigError("", "cannot read config file '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw ConfigError("", "cannot read config file '" + path + "': it is a directory");
+  // A device (/dev/zero) or a FIFO has no size to check; only regular files.
+  if (!S_ISREG(st.st_mode)) throw ConfigError("", "config file '" + path + "' is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > CacheConfig::kMaxConfigFileBytes) {
+    throw ConfigError("", "config file '" + path + "' is " + formatSize(static_cast<uint64_t>(st.st_size)) +
+                              ", more than the " + formatSize(CacheConfig::kMaxConfigFileBytes) + " a config may be");
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ConfigError("", "cannot read config file '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    // The file may grow while it is read.
+    if (text.size() > CacheConfig::kMaxConfigFileBytes) {
+      throw ConfigError("", "config file '" + path + "' is more than the " + formatSize(CacheConfig::kMaxConfigFileBytes) +
+                                " a config may be");
+    }
+  }
+  return text;
 }
 
 const char* evictionPolicyName(EvictionPolicyKind kind) {

@@ -60,6 +60,11 @@ struct AllocationConfig {
   friend bool operator==(const AllocationConfig&, const AllocationConfig&) = default;
 };
 
+// Allocation classes of one pool, sizes ascending: explicitSizes if given,
+// else minSize growing by factor (rounded up to 8) up to maxSize.
+std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
+                                     const std::vector<uint32_t>& explicitSizes);
+
 struct IndexConfig {
   uint32_t bucket_power = 20;     // 2^power buckets
   uint32_t lock_power = 10;       // 2^power lock stripes
@@ -166,6 +171,24 @@ struct CacheConfig {
   // Largest allocation class the config accepts (allocation.max_size and
   // explicit sizes are checked against it).
   static constexpr uint32_t kMaxAllocSize = 16u << 20;
+  // Input bounds (issue 9): what a config may ask for before the cache
+  // allocates anything. Pool ids are 16 bits (PoolId), so 65,536 pools.
+  static constexpr uint32_t kMaxTiers = 16;
+  static constexpr uint32_t kMaxPools = 65536;
+  // Tier and pool names: 1..64 bytes of [A-Za-z0-9_.:-], so that they are
+  // valid in JSON, Prometheus labels and messages as they are.
+  static constexpr size_t kMaxNameLength = 64;
+  // JSON nesting the parser accepts (a config needs 4; workloads a few more).
+  static constexpr int kMaxJsonDepth = 64;
+  // Largest config file read (readConfigFile); devices and FIFOs are refused.
+  static constexpr uint64_t kMaxConfigFileBytes = 4ull << 20;
+  // metadataBytes() may reach the tiers' capacity, or this much if larger.
+  static constexpr uint64_t kMinMetadataBudget = 64ull << 20;
+  // Upper bound of one (tier, pool, class)'s records: AllocationClass and
+  // its policy object (slab_allocator.cc checks it). S3-FIFO's ghost and
+  // W-TinyLFU's sketch grow with the items and are counted in stats.
+  static constexpr uint64_t kClassMetadataBytes = 1024;
+  static constexpr uint64_t kSlabMetadataBytes = 32;  // one SlabInfo
 
   uint64_t slab_size = 4ull << 20;  // power of two, 64 KiB .. 1 GiB
   std::vector<TierConfig> tiers;    // tier 0 first; at least one
@@ -215,6 +238,14 @@ struct CacheConfig {
   // Slabs over all tiers, each tier rounded down to whole slabs. Tiers sized
   // by ratio count 0 until the tier planner has given them a size.
   uint64_t slabCount() const;
+  // Allocation classes per (tier, pool).
+  size_t classCount() const;
+  // Largest index.bucket_power validate() accepts for these tiers.
+  uint32_t maxUsefulBucketPower() const;
+  // What the cache's own structures will cost before any item is stored:
+  // index buckets and lock stripes, slab records, per-class records. An
+  // upper estimate, reported by tiercache-topo and checked by validate().
+  uint64_t metadataBytes() const;
 
   // A one-tier DRAM config of `bytes` named "dram", with default options and
   // the pool list normalized. Slabs are 4 MiB from 64 MiB up and 1 MiB below
@@ -223,6 +254,11 @@ struct CacheConfig {
 
   friend bool operator==(const CacheConfig&, const CacheConfig&) = default;
 };
+
+// A config file's text: a regular file of at most kMaxConfigFileBytes
+// (devices such as /dev/zero, FIFOs and directories are refused); throws
+// ConfigError naming the file.
+std::string readConfigFile(const std::string& path);
 
 // "256MiB", "1GiB", "4096", "64KiB", "1.5GiB" -> bytes; throws ConfigError(path, ...)
 // Size syntax: digits with an optional fraction, then an optional unit B,

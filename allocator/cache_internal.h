@@ -11,6 +11,9 @@ namespace tiercache {
 
 struct CacheCounters {
   ShardedCounter gets, sets, setFailures, inserts, replaces, removes, allocTooLarge;
+  // Handles made and released: their difference is the pins outstanding,
+  // exact once no other thread uses the cache (~Cache checks it).
+  ShardedCounter handlesOpened, handlesClosed;
   std::vector<std::unique_ptr<ShardedCounter>> tierHits;
   uint64_t recoveredItems = 0, discardedItems = 0;  // written once, before any other thread
   double recoverySeconds = 0;

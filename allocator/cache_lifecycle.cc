@@ -76,6 +76,8 @@ void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
 
 InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced) {
   if (!handle) throw std::invalid_argument("insert: empty handle");
+  // Another cache's slot linked into this index would corrupt both.
+  if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
   WriteHandle h = std::move(handle);
   Item* item = h.item();
   const CompressedRef ref = h.ref();

@@ -96,12 +96,26 @@ std::string CacheStats::toJson() const {
                             {"slabs_lost", c.slabs_lost},
                             {"eviction_age_ms", c.eviction_age_ms}});
   }
-  return j.dump(2);
+  // Names are validated by the config, but a CacheStats can be built by
+  // hand: invalid UTF-8 is replaced rather than thrown (U+FFFD).
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {
 void metric(std::string& out, const char* name, const char* type, const char* help) {
   out += std::string("# HELP tiercache_") + name + " " + help + "\n# TYPE tiercache_" + name + " " + type + "\n";
+}
+// A label value in the exposition format: backslash, double quote and
+// newline escaped, so an unusual name cannot end the label early.
+std::string label(const char* name, const std::string& value) {
+  std::string out = std::string(name) + "=\"";
+  for (char ch : value) {
+    if (ch == '\\') out += "\\\\";
+    else if (ch == '"') out += "\\\"";
+    else if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out + "\"";
 }
 void sample(std::string& out, const char* name, const std::string& labels, double v) {
   char buf[64];
@@ -144,24 +158,24 @@ std::string CacheStats::toPrometheus() const {
     sample(out, s.name, "", static_cast<double>(s.v));
   }
   metric(out, "tier_items", "gauge", "items per tier");
-  for (const TierStats& t : tiers) sample(out, "tier_items", "tier=\"" + t.name + "\"", static_cast<double>(t.items));
+  for (const TierStats& t : tiers) sample(out, "tier_items", label("tier", t.name), static_cast<double>(t.items));
   metric(out, "tier_mapped_bytes", "gauge", "bytes each tier took from the OS");
   for (const TierStats& t : tiers) {
-    sample(out, "tier_mapped_bytes", "tier=\"" + t.name + "\"", static_cast<double>(t.mapped_bytes));
+    sample(out, "tier_mapped_bytes", label("tier", t.name), static_cast<double>(t.mapped_bytes));
   }
   metric(out, "tier_hits_total", "counter", "finds served from each tier");
-  for (const TierStats& t : tiers) sample(out, "tier_hits_total", "tier=\"" + t.name + "\"", static_cast<double>(t.hits));
+  for (const TierStats& t : tiers) sample(out, "tier_hits_total", label("tier", t.name), static_cast<double>(t.hits));
   metric(out, "tier_demotions_total", "counter", "items moved from each tier to the next");
   for (const TierStats& t : tiers) {
-    sample(out, "tier_demotions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.demotions));
+    sample(out, "tier_demotions_total", label("tier", t.name), static_cast<double>(t.demotions));
   }
   metric(out, "tier_promotions_total", "counter", "items moved from each tier to the one above");
   for (const TierStats& t : tiers) {
-    sample(out, "tier_promotions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.promotions));
+    sample(out, "tier_promotions_total", label("tier", t.name), static_cast<double>(t.promotions));
   }
   metric(out, "tier_evictions_total", "counter", "evictions per tier");
   for (const TierStats& t : tiers) {
-    sample(out, "tier_evictions_total", "tier=\"" + t.name + "\"", static_cast<double>(t.evictions));
+    sample(out, "tier_evictions_total", label("tier", t.name), static_cast<double>(t.evictions));
   }
   return out;
 }

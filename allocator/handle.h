@@ -7,6 +7,10 @@
 // last release frees it. Handles are move-only and not thread-safe
 // themselves (one handle, one thread at a time); any number of handles to
 // the same item may live in different threads.
+//
+// A handle must be released before the Cache that made it is destroyed:
+// release writes into the cache. ~Cache aborts (NDEBUG off) or warns and
+// counts (release builds) when handles are still held; see cache.h.
 #pragma once
 
 #include <chrono>
@@ -59,7 +63,8 @@ class ReadHandle {
 
  protected:
   friend class Cache;
-  ReadHandle(Cache* cache, Item* item, CompressedRef ref) : cache_(cache), item_(item), ref_(ref) {}
+  // Counts the handle as opened (Cache checks for leaks at destruction).
+  ReadHandle(Cache* cache, Item* item, CompressedRef ref);
   Item* item() const { return item_; }
 
   Cache* cache_ = nullptr;

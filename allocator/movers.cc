@@ -2,6 +2,7 @@
 // and the movers' side of the background workers. See docs/design.md,
 // "Movers".
 #include <algorithm>
+#include <new>
 #include "movers.h"
 
 #include <chrono>
@@ -25,10 +26,23 @@ constexpr int kEvictionAttempts = 4;
 // An evictor whose full look found nothing to do looks again less and less
 // often, down to this (a told class is served at once regardless).
 constexpr uint32_t kIdleIntervalMs = 1000;
+// Donors a rebalance tries before it gives up (each try scans up to
+// AllocationClass::kReleaseTries slabs).
+constexpr size_t kRebalanceDonorTries = 4;
 // A class that could use another's idle slab checks for one this often.
 constexpr uint32_t kRebalanceCheckMs = 10;
 
 }  // namespace
+
+// The verdict for a candidate that could not be claimed. A reader's pin may
+// last for seconds: that item leaves the cold end (kRotate), or a few
+// long-lived handles on the coldest items would fill every scan window. One
+// that another thread is moving or freeing stays put (kSkip).
+EvictionVisitor::Verdict unclaimableVerdict(const Item& item) {
+  const uint32_t s = item.state.load(std::memory_order_relaxed);
+  const bool busy = s & (Item::kMoving | Item::kExclusive | Item::kFreeSlot);
+  return (s & Item::kRefMask) && !busy ? EvictionVisitor::Verdict::kRotate : EvictionVisitor::Verdict::kSkip;
+}
 
 // One batch of victims of a class, claimed in one policy-lock hold.
 struct Movers::Batch {
@@ -62,7 +76,7 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
     // A dead item would waste a lower-tier slot: it is dropped, never moved.
     const bool dead = live_.dead(*item);
     if (deadOnly_ && !dead) return Verdict::kSkip;
-    if (!item->tryMarkMoving(false)) return Verdict::kSkip;
+    if (!item->tryMarkMoving(false)) return unclaimableVerdict(*item);
     const size_t i = batch_.count++;
     batch_.src[i] = CompressedRef(ref);
     batch_.dead[i] = dead;
@@ -81,14 +95,21 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
 
 // ---- promotion queue and rate limiter ----
 
+// False when full, or when the key cannot be copied (out of memory): the
+// caller then clears the item's hit count, or it could never be promoted.
 bool PromotionQueue::push(std::string_view key) {
   std::lock_guard<std::mutex> g(mu_);
   if (keys_.size() >= capacity_) return false;
-  keys_.emplace_back(key);
+  try {
+    keys_.emplace_back(key);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
   return true;
 }
 
 void PromotionQueue::popBatch(size_t n, std::vector<std::string>& out) {
+  out.reserve(out.size() + n);  // before popping: a key is never lost between the two
   std::lock_guard<std::mutex> g(mu_);
   while (n-- > 0 && !keys_.empty()) {
     out.push_back(std::move(keys_.front()));
@@ -371,28 +392,51 @@ bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
 void Movers::freeOwned(CompressedRef ref) { table_.owner(ref)->freeOwned(ref); }
 
 bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly) {
-  const int donorId = a.pickDonor(pool, classId, idleOnly);
-  if (donorId < 0) return false;
-  AllocationClass& donor = a.cls(pool, static_cast<uint32_t>(donorId));
+  // A donor whose slabs all hold a pin gives nothing now: try the next one
+  // rather than failing (issue 9, item 3). Allocations happen before any
+  // claim: an exception cannot strand claimed items.
   std::vector<CompressedRef> claimed;
-  const uint32_t slab = donor.releaseSlab(claimed);
+  for (uint32_t donorId : a.pickDonors(pool, classId, idleOnly, kRebalanceDonorTries)) {
+    AllocationClass& donor = a.cls(pool, donorId);
+    claimed.clear();
+    const uint32_t slab = donor.releaseSlab(claimed);
+    if (slab == CompressedRef::kNull) continue;
+    evictClaimed(donor, claimed);
+    a.reassignSlab(slab, pool, classId);
+    donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
+    a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
+    counters_.rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed) {
+  const uint32_t tier = donor.tier();
+  // As eviction does: an item leaves tier i for tier i+1 when it can; a
+  // dead one is dropped.
+  const bool demote = config_.demotion.enabled && tier + 1 < allocs_.size();
   const LiveCheck live = fate_.deadlinesSeen() ? fate_.liveCheck() : LiveCheck{};
+  uint64_t demoted = 0;
   for (CompressedRef ref : claimed) {
     Item* item = table_.item(ref);
-    if (item->state.load(std::memory_order_acquire) & Item::kAccessible) index_.unlinkExact(ref, hash_(item->key()));
-    // Claimed items cannot be pinned, so whoever unlinked it left the report here.
-    fate_.notifyDropped(*item, live.dead(*item));
+    const bool dead = live.dead(*item);
+    bool moved = false;
+    if (demote && !dead && (item->state.load(std::memory_order_acquire) & Item::kAccessible)) {
+      const CompressedRef dst = obtainSlotIn(tier + 1, donor.pool(), donor.id(), false);
+      moved = dst && copyAndSwap(item, ref, dst);
+    }
+    if (moved) {
+      ++demoted;
+      continue;
+    }
+    // A claimed item cannot be pinned, so a racing remove or replace that
+    // unlinked it left the report to us: it is reported here either way.
+    index_.unlinkExact(ref, hash_(item->key()));
+    fate_.notifyDropped(*item, dead);
   }
   donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
-  if (slab == CompressedRef::kNull) {
-    for (CompressedRef ref : claimed) donor.pushFree(ref);
-    return false;
-  }
-  a.reassignSlab(slab, pool, classId);
-  donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
-  a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
-  counters_.rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  donor.counters().demotions.fetch_add(demoted, std::memory_order_relaxed);
 }
 
 // ---- promotion ----
@@ -414,9 +458,13 @@ void Movers::noteLowerTierHit(Item* item, CompressedRef ref) {
 }
 
 bool Movers::promote(Item* item, CompressedRef ref) {
+  // Every early return clears the hit count: noteLowerTierHit fires only
+  // when the count reaches `hits`, so a count left there never fires again.
   const uint32_t tier = table_.tierOf(ref);
-  if (tier == 0) return false;
-  if (fate_.deadlinesSeen() && fate_.liveCheck().dead(*item)) return false;  // dead items are never promoted
+  if (tier == 0 || (fate_.deadlinesSeen() && fate_.liveCheck().dead(*item))) {  // dead items are never promoted
+    item->clearLowerTierHits();
+    return false;
+  }
   // Checked again at move time, not only when the key was queued: the key
   // may have been set durably since, into the persistent tier.
   if (config_.persistence.durable_sets && table_.persistent(ref)) {
@@ -454,10 +502,12 @@ bool Movers::promote(Item* item, CompressedRef ref) {
   // false here means it is not listed yet (insert in flight) or is being
   // moved by someone else: leave it.
   if (!item->tryMarkMoving(true)) {
+    item->clearLowerTierHits();
     up.pushFree(dst);
     return false;
   }
   if (!src.policy().remove(ref.raw())) {
+    item->clearLowerTierHits();
     if (item->finishMove()) freeOwned(ref);
     up.pushFree(dst);
     return false;

@@ -148,6 +148,9 @@ class Movers final : public BackgroundTarget {
   bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
   bool promote(Item* item, CompressedRef ref);
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
+  // The items of a released slab (claimed, out of their policy): demoted
+  // into the next tier while it has room, else unlinked.
+  void evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed);
   void freeOwned(CompressedRef ref);
   // The class has a background evictor that keeps it free.
   bool served(const AllocationClass& ac) const;

@@ -7,6 +7,12 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+
+#include "../eviction/clock_policy.h"
+#include "../eviction/lru_policy.h"
+#include "../eviction/s3fifo_policy.h"
+#include "../eviction/wtinylfu_policy.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -18,6 +24,12 @@ uint64_t SlabTable::keyHash(uint32_t ref) const {
   return XXH3_64bits_withSeed(key.data(), key.size(), 0x7469657263616368ull);  // "tiercach"
 }
 
+// The config's metadata estimate (CacheConfig::metadataBytes) uses these.
+static_assert(sizeof(SlabInfo) <= CacheConfig::kSlabMetadataBytes);
+static_assert(sizeof(AllocationClass) + sizeof(LruPolicy) <= CacheConfig::kClassMetadataBytes);
+static_assert(sizeof(AllocationClass) + sizeof(ClockPolicy) <= CacheConfig::kClassMetadataBytes);
+static_assert(sizeof(AllocationClass) + sizeof(S3FifoPolicy) <= CacheConfig::kClassMetadataBytes);
+static_assert(sizeof(AllocationClass) + sizeof(WTinyLfuPolicy) <= CacheConfig::kClassMetadataBytes);
 
 SlabTable::SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs)
     : slabSize_(slabSize), slotBits_(slotBits), slabs_(totalSlabs) {
@@ -137,6 +149,31 @@ uint64_t AllocationClass::freeSlots() const {
   return freeCount_ + uncarvedLocked();
 }
 
+uint32_t AllocationClass::carvedLocked(uint32_t slab) const {
+  auto it = std::find(carve_.begin(), carve_.end(), slab);
+  if (it == carve_.end()) return slotsPerSlab_;
+  return (slab == carve_.back()) ? carveNext_ : 0;
+}
+
+void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size_t from) {
+  for (size_t i = from; i < claimed.size(); ++i) {
+    Item* it = table_.item(claimed[i]);
+    uint32_t s = it->state.load(std::memory_order_relaxed);
+    while ((s & Item::kAccessible) &&
+           !it->state.compare_exchange_weak(s, s & ~Item::kExclusive, std::memory_order_release,
+                                            std::memory_order_relaxed)) {
+    }
+    if (s & Item::kAccessible) continue;
+    // Removed while claimed: the remover left it to us.
+    policy_->remove(claimed[i].raw());
+    it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+    it->hashNext = freeHead_;
+    freeHead_ = claimed[i].raw();
+    ++freeCount_;
+  }
+  claimed.resize(from);
+}
+
 uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   std::lock_guard<std::mutex> g(lock_);
   if (slabs_.empty()) return CompressedRef::kNull;
@@ -147,37 +184,47 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
     ++freePerSlab[CompressedRef(r).slab(bits)];
   }
-  auto carvedOf = [&](uint32_t slab) -> uint32_t {
-    auto it = std::find(carve_.begin(), carve_.end(), slab);
-    if (it == carve_.end()) return slotsPerSlab_;
-    return (slab == carve_.back()) ? carveNext_ : 0;
-  };
-  uint32_t victim = slabs_.front();
-  int64_t bestFree = -1;
-  for (uint32_t s : slabs_) {
-    const int64_t f = freePerSlab[s] + (slotsPerSlab_ - carvedOf(s));
-    if (f > bestFree) {
-      victim = s;
-      bestFree = f;
-    }
-  }
-
-  // Claim every live item of the victim slab; stop at the first pinned one.
-  const uint32_t carved = carvedOf(victim);
+  // Most free slots first: the cheapest slab to empty. Stable, so that
+  // among equals the oldest slab goes first, as before.
+  std::vector<std::pair<int64_t, uint32_t>> order;
+  order.reserve(slabs_.size());
+  for (uint32_t s : slabs_) order.emplace_back(freePerSlab[s] + (slotsPerSlab_ - carvedLocked(s)), s);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Claims below must not allocate: an exception between a claim and its
+  // bookkeeping would leave an item claimed for good.
   const size_t firstClaim = claimed.size();
-  bool pinned = false;
-  for (uint32_t slot = 0; slot < carved; ++slot) {
-    const CompressedRef ref = table_.makeRef(victim, slot);
-    Item* it = table_.item(ref);
-    if (it->state.load(std::memory_order_relaxed) == Item::kFreeSlot) continue;
-    if (!it->tryMarkExclusive()) {
-      pinned = true;
-      break;
+  claimed.reserve(firstClaim + slotsPerSlab_);
+
+  uint32_t victim = CompressedRef::kNull;
+  for (size_t k = 0; k < order.size() && k < kReleaseTries && victim == CompressedRef::kNull; ++k) {
+    const uint32_t slab = order[k].second;
+    const uint32_t carved = carvedLocked(slab);
+    // A pin can last for seconds: look before claiming anything (a claim
+    // makes the item miss for readers until it is undone).
+    bool pinned = false;
+    for (uint32_t slot = 0; slot < carved && !pinned; ++slot) {
+      const uint32_t s = table_.item(table_.makeRef(slab, slot))->state.load(std::memory_order_relaxed);
+      pinned = s != Item::kFreeSlot && ((s & Item::kRefMask) || (s & (Item::kMoving | Item::kExclusive)));
     }
-    claimed.push_back(ref);
+    if (pinned) continue;
+    for (uint32_t slot = 0; slot < carved && !pinned; ++slot) {
+      const CompressedRef ref = table_.makeRef(slab, slot);
+      Item* it = table_.item(ref);
+      if (it->state.load(std::memory_order_relaxed) == Item::kFreeSlot) continue;
+      if (it->tryMarkExclusive()) {
+        claimed.push_back(ref);
+      } else {
+        pinned = true;  // pinned since the look
+      }
+    }
+    if (pinned) {
+      undoClaimsLocked(claimed, firstClaim);
+      continue;
+    }
+    victim = slab;
   }
+  if (victim == CompressedRef::kNull) return CompressedRef::kNull;
   for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
-  if (pinned) return CompressedRef::kNull;
 
   // Drop the victim's free slots from the free list and stop carving it.
   uint32_t* link = &freeHead_;
@@ -244,9 +291,7 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   for (uint32_t slab : slabs_) {
     const SlabInfo& info = table_.slab(slab);
     if (info.owner.load() != this || info.allocSize.load() != allocSize_) out += where + "slab owner mismatch\n";
-    uint32_t carved = slotsPerSlab_;
-    auto c = std::find(carve_.begin(), carve_.end(), slab);
-    if (c != carve_.end()) carved = (slab == carve_.back()) ? carveNext_ : 0;
+    const uint32_t carved = carvedLocked(slab);
     for (uint32_t slot = 0; slot < carved; ++slot) {
       const CompressedRef ref = table_.makeRef(slab, slot);
       const uint32_t s = table_.item(ref)->state.load(std::memory_order_relaxed);
@@ -266,20 +311,6 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
            std::to_string(live) + "\n";
   }
   liveItems += live;
-}
-
-std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
-                                     const std::vector<uint32_t>& explicitSizes) {
-  if (!explicitSizes.empty()) return explicitSizes;
-  std::vector<uint32_t> sizes;
-  auto round8 = [](double v) { return (static_cast<uint64_t>(std::ceil(v)) + 7) & ~uint64_t{7}; };
-  uint64_t cur = round8(minSize);
-  while (cur < maxSize && sizes.size() < 254) {
-    sizes.push_back(static_cast<uint32_t>(cur));
-    cur = std::max(cur + 8, round8(static_cast<double>(cur) * factor));
-  }
-  sizes.push_back(maxSize & ~7u);
-  return sizes;
 }
 
 SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
@@ -400,29 +431,38 @@ void SlabAllocator::finishRecovery() {
   adopted_.clear();
 }
 
-int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver, bool idleOnly) const {
+std::vector<uint32_t> SlabAllocator::pickDonors(uint32_t pool, uint32_t receiver, bool idleOnly, size_t max) const {
   const Pool& p = *pools_[pool];
   const uint64_t slabSize = table_.slabSize();
-  int best = -1;
-  uint64_t bestFreeBytes = 0;
-  int biggest = -1;
-  uint64_t biggestSlabs = 1;
+  struct Candidate {
+    int rank;      // 0 idle slab's worth free, 1 several slabs, 2 its only slab
+    uint64_t key;  // larger first within a rank
+    uint32_t id;
+  };
+  std::vector<Candidate> all;
   for (uint32_t c = 0; c < p.classes.size(); ++c) {
     if (c == receiver) continue;
     const AllocationClass& ac = *p.classes[c];
     const uint64_t slabs = ac.slabCount();
     if (slabs == 0) continue;
     const uint64_t freeBytes = ac.freeSlots() * ac.allocSize();
-    if (freeBytes >= slabSize && freeBytes > bestFreeBytes) {
-      best = static_cast<int>(c);
-      bestFreeBytes = freeBytes;
-    }
-    if (slabs > biggestSlabs) {
-      biggest = static_cast<int>(c);
-      biggestSlabs = slabs;
+    if (freeBytes >= slabSize) {
+      all.push_back({0, freeBytes, c});
+    } else if (!idleOnly) {
+      all.push_back(slabs > 1 ? Candidate{1, slabs, c} : Candidate{2, freeBytes, c});
     }
   }
-  return best >= 0 || idleOnly ? best : biggest;
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.key > b.key;
+  });
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < all.size() && out.size() < max; ++i) out.push_back(all[i].id);
+  return out;
+}
+
+int SlabAllocator::pickDonor(uint32_t pool, uint32_t receiver, bool idleOnly) const {
+  const std::vector<uint32_t> d = pickDonors(pool, receiver, idleOnly, 1);
+  return d.empty() ? -1 : static_cast<int>(d[0]);
 }
 
 void SlabAllocator::check(std::string& out, uint64_t& liveItems) const {

@@ -145,13 +145,15 @@ class AllocationClass {
     return now - last >= intervalMs && lastRebalanceCheck_.compare_exchange_strong(last, now, std::memory_order_relaxed);
   }
 
-  // Slab release for the rebalancer: under the class lock, takes the slab
-  // with the most free slots out of service, claiming (kExclusive) every
-  // live item in it and removing those from the policy. On success the
-  // claimed refs are appended to `claimed` (the caller unlinks them from the
-  // index) and the slab id is returned; when an item is pinned the slab
-  // stays here and kNull is returned (items already claimed are still
-  // handed back in `claimed`, to be evicted, and counted as evictions).
+  // Slab release for the rebalancer: under the class lock, takes a slab
+  // out of service, claiming (kExclusive) every live item in it and
+  // removing those from the policy. Slabs are tried most free slots first,
+  // at most kReleaseTries of them; a slab holding a pinned or moving item is
+  // skipped (its claims, if any, are undone: nothing is evicted for a slab
+  // that is not released). On success the claimed refs are appended to
+  // `claimed` (the caller demotes or unlinks them) and the slab id is
+  // returned; kNull when every slab tried holds a pin (`claimed` unchanged).
+  static constexpr size_t kReleaseTries = 8;
   uint32_t releaseSlab(std::vector<CompressedRef>& claimed);
 
   // Consistency check on a quiescent cache; appends problems to `out`.
@@ -161,6 +163,11 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
+  uint32_t carvedLocked(uint32_t slab) const;
+  // Gives up claims [from, end) of `claimed` after a pin was found: items
+  // still published become claimable again; one unpublished meanwhile (a
+  // remove that found it claimed) is ours to free.
+  void undoClaimsLocked(std::vector<CompressedRef>& claimed, size_t from);
 
   SlabTable& table_;
   const uint32_t tier_, pool_, id_, allocSize_, slotsPerSlab_;
@@ -179,9 +186,6 @@ class AllocationClass {
   uint64_t freeCount_ = 0;
 };
 
-// Allocation classes of one pool: sizes ascending.
-std::vector<uint32_t> makeClassSizes(uint32_t minSize, uint32_t maxSize, double factor,
-                                     const std::vector<uint32_t>& explicitSizes);
 
 class SlabAllocator {
  public:
@@ -229,10 +233,15 @@ class SlabAllocator {
   void finishRecovery();
   uint32_t firstSlab() const { return firstSlab_; }
 
-  // Free-slots strategy: the class of `pool` other than `receiver` whose free
-  // slots add up to the most bytes, if at least one slab's worth; else
-  // (unless idleOnly) the class with the most slabs (more than one). -1 when
-  // none qualifies.
+  // Free-slots strategy, best donor first, at most `max` of them: classes of
+  // `pool` other than `receiver` whose free slots add up to at least one
+  // slab (most free bytes first); then, unless idleOnly, classes with more
+  // than one slab (most slabs first); then, unless idleOnly, classes with
+  // their only slab (most free bytes first), so that a class without a slab
+  // can always get one (issue 9, item 2). The caller tries them in order: a
+  // donor whose slabs are all pinned gives nothing.
+  std::vector<uint32_t> pickDonors(uint32_t pool, uint32_t receiver, bool idleOnly, size_t max) const;
+  // The first of pickDonors, or -1.
   int pickDonor(uint32_t pool, uint32_t receiver, bool idleOnly) const;
 
   void check(std::string& out, uint64_t& liveItems) const;

@@ -40,11 +40,9 @@ struct LoadedConfig {
   std::optional<CachebenchReplay> replay;  // a cachebench config with generator "replay"
 };
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("", "cannot open config file " + path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+// Bounded like the cache's own parser: /dev/zero or a huge file is a
+// config error (exit 2), not a read without end.
+std::string readFile(const std::string& path) { return readConfigFile(path); }
 
 LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
   LoadedConfig l;

@@ -68,6 +68,9 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
         list_.unlink(cur);
         h.meta.store(0, std::memory_order_relaxed);
         ++taken;
+      } else if (verdict == EvictionVisitor::Verdict::kRotate) {
+        list_.unlink(cur);
+        list_.pushHead(cur);
       }
     }
     cur = prev;

@@ -55,10 +55,22 @@ class HookResolver {
   ~HookResolver() = default;
 };
 
-// Decides, under the list lock, whether a candidate can go.
+// Decides, under the list lock, whether a candidate can go. Every policy
+// honours every verdict:
+//   kTake    the candidate goes: the policy unlinks it (and clears its hook
+//            meta) before the lock is released.
+//   kSkip    leave it where it is this time (another thread is moving or
+//            freeing it; that ends soon).
+//   kRotate  it cannot go now and may not for a long time (a reader pins it):
+//            the policy moves it to its warm end, as a hit would, so that the
+//            next scans do not meet it again at the cold end. Without this a
+//            few long-lived handles on the coldest items fill every scan
+//            window and block the class (issue 9, item 4).
+//   kStop    end the scan.
+// kSkip and kRotate count towards maxScan.
 class EvictionVisitor {
  public:
-  enum class Verdict { kTake, kSkip, kStop };
+  enum class Verdict { kTake, kSkip, kRotate, kStop };
   virtual Verdict visit(uint32_t ref) = 0;
   // A candidate the policy turns away rather than ages out: S3-FIFO's small
   // queue evicting an item hit fewer than twice, W-TinyLFU's filter refusing

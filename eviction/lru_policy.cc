@@ -114,6 +114,12 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
         }
         case EvictionVisitor::Verdict::kSkip:
           break;
+        case EvictionVisitor::Verdict::kRotate:
+          // To the head of the hot part: the scan already holds `prev`.
+          list->unlink(cur);
+          r_.hook(cur).meta.store(stamp(EvictionHook::kInList | EvictionHook::kHot), std::memory_order_relaxed);
+          hot_.pushHead(cur);
+          break;
         case EvictionVisitor::Verdict::kStop:
           rebalanceLocked();
           return taken;

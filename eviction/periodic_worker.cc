@@ -10,6 +10,7 @@ PeriodicWorker::PeriodicWorker(std::string name, std::chrono::milliseconds inter
 PeriodicWorker::~PeriodicWorker() { stop(); }
 
 void PeriodicWorker::start() {
+  std::lock_guard<std::mutex> life(lifecycleMu_);
   std::lock_guard<std::mutex> g(mu_);
   if (thread_.joinable()) return;
   stopRequested_ = false;
@@ -20,6 +21,7 @@ void PeriodicWorker::start() {
 }
 
 void PeriodicWorker::stop() {
+  std::lock_guard<std::mutex> life(lifecycleMu_);
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!thread_.joinable()) return;

@@ -39,6 +39,9 @@ class PeriodicWorker {
   const std::string name_;
   const std::chrono::milliseconds interval_;
   const std::function<void()> task_;
+  // Serialises start() and stop(): two threads stopping at once (a
+  // consistency check and a destructor) must not both join the thread.
+  std::mutex lifecycleMu_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopRequested_ = false;

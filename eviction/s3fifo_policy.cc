@@ -157,8 +157,8 @@ size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor
     const EvictionVisitor::Verdict verdict = fromSmall ? visitor.visitRejected(cur) : visitor.visit(cur);
     if (verdict == EvictionVisitor::Verdict::kStop) break;
     list.unlink(cur);
-    if (verdict == EvictionVisitor::Verdict::kSkip) {
-      // Pinned: back in at the head of its own queue, so the walk moves on.
+    if (verdict == EvictionVisitor::Verdict::kSkip || verdict == EvictionVisitor::Verdict::kRotate) {
+      // Pinned or busy: back in at the head of its own queue, so the walk moves on.
       list.pushHead(cur);
       ++moves;
       continue;

@@ -141,8 +141,8 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
       listOf(m).unlink(ref);
       r_.hook(ref).meta.store(0, std::memory_order_relaxed);
       ++taken;
-    } else if (verdict == EvictionVisitor::Verdict::kSkip) {
-      moveTo(ref, m, static_cast<Segment>(segOf(m)), true);  // pinned: out of the way
+    } else if (verdict == EvictionVisitor::Verdict::kSkip || verdict == EvictionVisitor::Verdict::kRotate) {
+      moveTo(ref, m, static_cast<Segment>(segOf(m)), true);  // pinned or busy: out of the way
       ++moves;
     }
     return verdict != EvictionVisitor::Verdict::kStop;

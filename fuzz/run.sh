@@ -12,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-${TIERCACHE_FUZZ_SECONDS:-60}}"
 dir="${TIERCACHE_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 [[ "$dir" = /* ]] || dir="$root/$dir"
-targets=(tiercache_pool_fuzzer tiercache_protocol_fuzzer)
+targets=(tiercache_pool_fuzzer tiercache_protocol_fuzzer tiercache_config_fuzzer)
 
 cxx="${FUZZ_CXX:-clang++}"
 if ! command -v "$cxx" >/dev/null; then
@@ -33,15 +33,30 @@ for t in "${targets[@]}"; do
   corpus="$dir/corpus/$t"
   artifacts="$dir/artifacts/$t/"
   mkdir -p "$corpus" "$artifacts"
-  if [[ "$t" == tiercache_protocol_fuzzer && -z "$(ls -A "$corpus")" ]]; then
-    # Seeds: one request of each kind, as clients send them.
-    printf 'set k 0 0 5\r\nhello\r\nget k\r\n' >"$corpus/seed-set"
-    printf 'gets a b c\r\ngat 10 a\r\ncas k 1 2 3 4 noreply\r\n' >"$corpus/seed-get"
-    printf 'incr n 5\r\ndecr n 1 noreply\r\ntouch k 10\r\ndelete k 0 noreply\r\nflush_all 5 noreply\r\n' >"$corpus/seed-misc"
-    printf 'mg k v f t c s k Oab q\r\nms k 2 T10 F3 MA C9 I\r\nhi\r\nmd k q C1\r\nma k N0 J5 D2 MD v\r\nmn\r\n' >"$corpus/seed-meta"
-    printf 'stats tiers\r\nverbosity 1\r\nversion\r\nquit\r\n' >"$corpus/seed-admin"
-  fi
-  if [[ -z "$(ls -A "$corpus")" ]]; then
+  # Per target: input length, and the allocation bound. The config fuzzer
+  # is held to 256 MiB in one allocation and 1 GiB of RSS: a config that
+  # makes the parser allocate more than that is a finding (issue 9, item 18).
+  limits=(-rss_limit_mb=4096 -max_len=320 -len_control=0)
+  if [[ "$t" == tiercache_protocol_fuzzer ]]; then
+    limits=(-rss_limit_mb=4096 -max_len=4096 -len_control=0)
+    if [[ -z "$(ls -A "$corpus")" ]]; then
+      # Seeds: one request of each kind, as clients send them.
+      printf 'set k 0 0 5\r\nhello\r\nget k\r\n' >"$corpus/seed-set"
+      printf 'gets a b c\r\ngat 10 a\r\ncas k 1 2 3 4 noreply\r\n' >"$corpus/seed-get"
+      printf 'incr n 5\r\ndecr n 1 noreply\r\ntouch k 10\r\ndelete k 0 noreply\r\nflush_all 5 noreply\r\n' >"$corpus/seed-misc"
+      printf 'mg k v f t c s k Oab q\r\nms k 2 T10 F3 MA C9 I\r\nhi\r\nmd k q C1\r\nma k N0 J5 D2 MD v\r\nmn\r\n' >"$corpus/seed-meta"
+      printf 'stats tiers\r\nverbosity 1\r\nversion\r\nquit\r\n' >"$corpus/seed-admin"
+    fi
+  elif [[ "$t" == tiercache_config_fuzzer ]]; then
+    limits=(-rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=16384)
+    if [[ -z "$(ls -A "$corpus")" ]]; then
+      # Seeds: every shipped config, and a few shapes near the bounds.
+      for f in "$root"/configs/*.json; do cp "$f" "$corpus/seed-$(basename "$f")"; done
+      printf '{"tiers":[{"name":"d","kind":"dram","size":"64MiB"}],"pools":[{"name":"a","share":0.5}],"index":{"bucket_power":22}}' >"$corpus/seed-pools"
+      printf '{"tiers":[{"name":"d","kind":"dram","size":1e400}]}' >"$corpus/seed-overflow"
+      printf '{"workload":[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]}' >"$corpus/seed-deep"
+    fi
+  elif [[ -z "$(ls -A "$corpus")" ]]; then
     # Seeds: the untouched pool, and each flag alone (see the target's header).
     for f in 00 01 02 03 04 08 09 10 11; do printf "\\x$f" >"$corpus/seed-$f"; done
     # Past the 160-byte header into the records: a changed record with
@@ -57,9 +72,7 @@ for t in "${targets[@]}"; do
   log="$dir/$t.log"
   echo "=== fuzz: $t for ${seconds}s (log: $log)"
   rc=0
-  maxlen=320
-  [[ "$t" == tiercache_protocol_fuzzer ]] && maxlen=4096
-  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len="$maxlen" -len_control=0 \
+  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 "${limits[@]}" \
     -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
   if ((rc != 0)); then

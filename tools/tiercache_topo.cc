@@ -99,6 +99,10 @@ std::vector<double> parseRatios(const std::string& text) {
   return out;
 }
 
+// What the --config file's cache will spend on its own structures before
+// storing an item (CacheConfig::metadataBytes), for the report.
+std::optional<uint64_t> gConfigMetadataBytes;
+
 TierPlanRequest makeRequest(const Options& o, const Topology& topo) {
   TierPlanRequest req;
   req.total_size = o.total.value_or(1ull << 30);
@@ -106,6 +110,7 @@ TierPlanRequest makeRequest(const Options& o, const Topology& topo) {
   req.cpus = o.cpus;
   if (!o.config.empty()) {
     const CacheConfig cfg = CacheConfig::fromJsonFile(o.config);
+    gConfigMetadataBytes = cfg.metadataBytes();
     req.tiers = cfg.tiers;
     req.slab_size = o.slab.value_or(cfg.slab_size);
     // The config's own total and directory, unless overridden on the command line.
@@ -249,9 +254,15 @@ int main(int argc, char** argv) {
     std::optional<bool> memkindKmem;
     if (topo.isThisSystem()) memkindKmem = DaxKmemTier::memkindDaxKmemAvailable();
     if (o.json) {
-      std::cout << toJson(topo, req, plan, planError, memkindKmem).dump(2) << "\n";
+      json j = toJson(topo, req, plan, planError, memkindKmem);
+      if (gConfigMetadataBytes) j["config_metadata_bytes"] = *gConfigMetadataBytes;
+      std::cout << j.dump(2) << "\n";
     } else {
       printText(topo, req, plan, planError ? planError->what() : "", memkindKmem);
+      if (gConfigMetadataBytes) {
+        std::printf("config metadata: %s before any item (index, lock stripes, slab and class records; at most)\n",
+                    formatSize(*gConfigMetadataBytes).c_str());
+      }
     }
     return plan ? 0 : 1;
   } catch (const std::exception& e) {
