@@ -959,7 +959,13 @@ class DuplicateKeyFinder {
     std::set<std::string> keys = {};
   };
   void elementDone() {
-    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    if (stack_.empty() || !stack_.back().array) return;
+    if (++stack_.back().index > CacheConfig::kMaxJsonArray) {
+      --stack_.back().index;  // the path names the array, not the element past it
+      std::string p = path();
+      p = p.substr(0, p.rfind('['));
+      throw ConfigError(p, "more than " + std::to_string(CacheConfig::kMaxJsonArray) + " elements");
+    }
   }
   std::vector<Frame> stack_;
   std::string duplicate_;

@@ -180,6 +180,11 @@ struct CacheConfig {
   static constexpr size_t kMaxNameLength = 64;
   // JSON nesting the parser accepts (a config needs 4; workloads a few more).
   static constexpr int kMaxJsonDepth = 64;
+  // Elements of any one JSON array: one more than the longest list allowed
+  // (pools), so that list's own bound is the one reported. The parser's
+  // callback mode (nlohmann 3.11) walks an array once per object that ends
+  // in it, so this also bounds that quadratic cost (~1.5 s at the limit).
+  static constexpr size_t kMaxJsonArray = kMaxPools + 1;
   // Largest config file read (readConfigFile); devices and FIFOs are refused.
   static constexpr uint64_t kMaxConfigFileBytes = 4ull << 20;
   // metadataBytes() may reach the tiers' capacity, or this much if larger.
