@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace tiercache::bench {
 
@@ -132,9 +133,12 @@ void KeySpace::key(uint64_t index, std::string& out) const {
     }
     return;
   }
+  // Through a raw pointer: stores through std::string's operator[] may
+  // alias its own pointer and are reloaded per character.
+  char* p = out.data();
   uint64_t v = index;
   for (size_t i = width_; i-- > 0;) {
-    out[i] = kHex[v & 15];
+    p[i] = kHex[v & 15];
     v >>= 4;
   }
   // Eight filler characters per hash, each byte mapped through a table:
@@ -144,7 +148,9 @@ void KeySpace::key(uint64_t index, std::string& out) const {
   for (size_t i = width_; i < len; i += 8) {
     h = mix64(h);
     const size_t n = std::min<size_t>(8, len - i);
-    for (size_t k = 0; k < n; ++k) out[i + k] = kFillerOfByte[(h >> (8 * k)) & 0xff];
+    char chunk[8];
+    for (size_t k = 0; k < 8; ++k) chunk[k] = kFillerOfByte[(h >> (8 * k)) & 0xff];
+    std::memcpy(p + i, chunk, n);
   }
 }
 
