@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 namespace tiercache::bench {
@@ -148,9 +149,16 @@ void KeySpace::key(uint64_t index, std::string& out) const {
   for (size_t i = width_; i < len; i += 8) {
     h = mix64(h);
     const size_t n = std::min<size_t>(8, len - i);
-    char chunk[8];
-    for (size_t k = 0; k < 8; ++k) chunk[k] = kFillerOfByte[(h >> (8 * k)) & 0xff];
-    std::memcpy(p + i, chunk, n);
+    uint64_t word = 0;  // the eight characters, first in the lowest byte
+#pragma GCC unroll 8
+    for (unsigned k = 0; k < 8; ++k) {
+      word |= uint64_t(uint8_t(kFillerOfByte[(h >> (8 * k)) & 0xff])) << (8 * k);
+    }
+    if (n == 8 && std::endian::native == std::endian::little) {
+      std::memcpy(p + i, &word, 8);
+    } else {
+      for (size_t k = 0; k < n; ++k) p[i + k] = char(word >> (8 * k));
+    }
   }
 }
 
