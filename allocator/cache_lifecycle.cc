@@ -253,6 +253,10 @@ void Cache::forEachItem(const std::function<void(const ReadHandle&)>& fn) {
 }
 
 size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {
+  reaped = 0;
+  // No item ever had a deadline and nothing was flushed: nothing can be
+  // dead, and a walk of the index would only take a core from the workload.
+  if (!deadlinesSeen_.load(std::memory_order_relaxed)) return 0;
   std::vector<std::pair<CompressedRef, Item*>> dead;
   const size_t scanned = index_->unlinkDead(begin, end, liveCheck(), dead);
   for (auto& [ref, item] : dead) {

@@ -33,6 +33,14 @@ void PeriodicWorker::stop() {
 }
 
 void PeriodicWorker::wake() {
+  // Allocations below a watermark call this until the evictor runs: a
+  // plain load first, so that they do not take the line from the worker's
+  // core with a read-modify-write each time.
+  // The fence pairs with the one in loop(): either this load sees the
+  // worker's reset, or the worker's task sees what the caller stored before
+  // calling wake() (the caller's flags, e.g. a told class).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (wakePending_.load(std::memory_order_relaxed)) return;
   if (wakePending_.exchange(true, std::memory_order_acq_rel)) return;
   // Taking the mutex orders the flag with the worker's wait, so the wake-up
   // cannot fall between its check and its sleep.
@@ -45,6 +53,7 @@ void PeriodicWorker::loop() {
   while (!stopRequested_) {
     lk.unlock();
     wakePending_.store(false, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with wake()
     task_();
     runs_.fetch_add(1, std::memory_order_relaxed);
     lk.lock();

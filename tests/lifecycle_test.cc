@@ -508,6 +508,24 @@ TEST(Lifecycle, ReaperReclaimsAClassThatSeesNoAllocations) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+// A cache whose items never had a deadline (and was never flushed) has
+// nothing to reap: the reaper must not walk the index for nothing, on a
+// machine where that walk takes a core from the workload.
+TEST(Lifecycle, ReaperDoesNotWalkTheIndexWhenNoItemHasADeadline) {
+  CacheConfig c = test::smallDramConfig(4 << 20);
+  c.reaper.enabled = false;
+  Cache cache(c);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.set("p" + std::to_string(i), "v"));
+  EXPECT_EQ(cache.reapExpired(), 0u);
+  EXPECT_EQ(cache.stats().reaper_scanned, 0u);
+  EXPECT_GT(cache.stats().reaper_runs, 0u);
+  // One deadline turns the walk on.
+  ASSERT_TRUE(cache.set("t", "v", 1h));
+  EXPECT_EQ(cache.reapExpired(), 0u);
+  EXPECT_GE(cache.stats().reaper_scanned, 201u);
+  EXPECT_EQ(cache.stats().items, 201u);
+}
+
 TEST(Lifecycle, ReaperThreadRunsOnItsOwn) {
   Cache cache(test::smallDramConfig(4 << 20));
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.set("t" + std::to_string(i), "v", 1s));
