@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/clock.h"
 #include "../eviction/eviction_policy.h"
 #include "../tiers/memory_tier.h"
 #include "cache_config.h"
