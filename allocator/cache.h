@@ -50,6 +50,8 @@ class MemoryTier;
 class CachePersistence;
 class Movers;
 struct CacheCounters;
+struct RecoveryCounters;
+class StatsCollector;
 struct LiveCheck;
 struct InsertCondition;
 struct InsertOutcome;
@@ -272,6 +274,7 @@ class Cache final : private ItemFate {
   std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
+  std::unique_ptr<RecoveryCounters> recovery_;  // written by recoverPersistentTiers()
   // Lifecycle (cache_lifecycle.cc): items with a seq below flushSeq_ were
   // flushed; a delayed flush takes effect at pendingFlushAt_ (expiry-clock
   // seconds, 0 = none); deadlinesSeen_ turns on the eviction walk's search
@@ -286,6 +289,8 @@ class Cache final : private ItemFate {
   // before anything they use is destroyed.
   std::unique_ptr<Movers> movers_;
   std::unique_ptr<ItemReaper> reaper_;
+  // The stats part (stats_collector.h): reads the parts above.
+  std::unique_ptr<StatsCollector> stats_;
 };
 
 }  // namespace tiercache

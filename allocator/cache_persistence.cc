@@ -9,7 +9,7 @@
 
 #include "access_index.h"
 #include "cache.h"
-#include "cache_internal.h"
+#include "cache_counters.h"
 #include "cache_persistence.h"
 #include "item.h"
 #include "movers.h"
@@ -122,7 +122,7 @@ void Cache::recoverPersistentTiers() {
             if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
               nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
             }
-            ++counters_->expiredAtRecovery;
+            ++recovery_->expired_at_recovery;
             dirty = true;
             item->checksum = 0;
             ac.pushFree(ref);
@@ -139,7 +139,7 @@ void Cache::recoverPersistentTiers() {
               }
               ac.policy().add(ref.raw());
               if (item->expiry != 0) deadlinesSeen_.store(true, std::memory_order_relaxed);
-              ++counters_->recoveredItems;
+              ++recovery_->recovered_items;
               if (loser) {
                 // An older committed copy of the key, found earlier in the
                 // scan (a crash between the two steps of a replace): free it.
@@ -149,8 +149,8 @@ void Cache::recoverPersistentTiers() {
                 old->checksum = 0;
                 tiers_[table_->tierOf(loser)]->persist(&old->checksum, sizeof old->checksum);
                 owner->pushFree(loser);
-                --counters_->recoveredItems;
-                ++counters_->discardedItems;
+                --recovery_->recovered_items;
+                ++recovery_->discarded_items;
               }
               continue;
             }
@@ -160,7 +160,7 @@ void Cache::recoverPersistentTiers() {
           // check (torn, corrupted, or not written by this pool's cache) or
           // lost to a newer copy of its key is discarded.
           if (item->checksum != 0) {
-            ++counters_->discardedItems;
+            ++recovery_->discarded_items;
             dirty = true;
           }
           item->checksum = 0;
@@ -173,7 +173,7 @@ void Cache::recoverPersistentTiers() {
     // From here on a crash must be detected at the next open.
     pt->setClean(false);
   }
-  counters_->recoverySeconds =
+  recovery_->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
