@@ -58,11 +58,21 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
       makeClassSizes(ac.min_size, config_.maxAllocSize(), ac.growth_factor, ac.sizes);
 
   uint64_t totalSlabs = 0;
+  // Typed references to the persistent tiers, kept from here on (null for
+  // a volatile tier): the persistence part and the slab allocators use them.
+  std::vector<PersistentTier*> persistent;
   for (const TierConfig& t : config_.tiers) {
     PersistentOpenOptions popts;
     popts.fingerprint = layoutFingerprint(config_, t, sizes);
     popts.rebuildOnMismatch = t.rebuild_on_mismatch;
-    tiers_.push_back(openTier(t, slabSize, popts));
+    if (t.persistent) {
+      std::unique_ptr<PersistentTier> pt = openPersistentTier(t, slabSize, popts);
+      persistent.push_back(pt.get());
+      tiers_.push_back(std::move(pt));
+    } else {
+      tiers_.push_back(openTier(t, slabSize, popts));
+      persistent.push_back(nullptr);
+    }
     totalSlabs += tiers_.back()->size() / slabSize;
   }
   // validate() guaranteed that these slabs fit a 32-bit reference.
@@ -77,18 +87,25 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
-    allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, config_.pools, sizes, policy));
+    allocs_.push_back(
+        std::make_unique<SlabAllocator>(t, *tiers_[t], persistent[t], *table_, first, config_.pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
-  persistence_ = std::make_unique<CachePersistence>(*this);
+  std::vector<std::string> openReports;
+  for (const PersistentTier* pt : persistent) openReports.push_back(pt ? pt->openReport() : std::string());
+  persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, persistent, *table_, hooks_.faultSeam});
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
-                                         firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
+                                         persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
   recovery_ = std::make_unique<RecoveryCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<Movers>(
       MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
-  recoverPersistentTiers();
+  const RecoveredState recovered = persistence_->recover(allocs_, *index_, hooks_.hash, nowSeconds(), *recovery_);
+  // New sequence numbers stay above every recovered one.
+  nextSeq_.store(std::max<uint64_t>(nextSeq_.load(std::memory_order_relaxed), recovered.maxSeq + 1),
+                 std::memory_order_relaxed);
+  if (recovered.anyDeadline) deadlinesSeen_.store(true, std::memory_order_relaxed);
   movers_->start();
   reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
                                          std::chrono::milliseconds(config_.reaper.interval_ms),
@@ -97,11 +114,6 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                            s.scanned = reapSome(begin, end, s.reaped);
                                            return s;
                                          });
-  std::vector<std::string> openReports;
-  for (const auto& tier : tiers_) {
-    const auto* pt = dynamic_cast<const PersistentTier*>(tier.get());
-    openReports.push_back(pt ? pt->openReport() : std::string());
-  }
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
                                                        *movers_, *reaper_, std::move(openReports)});
   if (config_.reaper.enabled) reaper_->start();
@@ -127,7 +139,7 @@ Cache::~Cache() {
 #endif
     gPinsAtDestruction.fetch_add(pins, std::memory_order_relaxed);
   }
-  closePersistentTiers();
+  persistence_->close(allocs_, *movers_, config_.persistence.demote_on_shutdown && config_.demotion.enabled);
 }
 
 uint64_t Cache::pinsOutstandingAtDestruction() { return gPinsAtDestruction.load(std::memory_order_relaxed); }
@@ -204,7 +216,7 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
 }
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
-  const int pt = firstPersistentTier();
+  const int pt = persistence_->firstPersistentTier();
   return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize, pt >= 0);
 }
 

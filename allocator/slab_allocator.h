@@ -189,7 +189,9 @@ class AllocationClass {
 class SlabAllocator {
  public:
   // Serves slabs [firstSlab, firstSlab + tier.size()/slabSize) of `table`.
-  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
+  // persistent: the same tier's persistent interface (its slab records), or
+  // null for a volatile tier.
+  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTier* persistent, SlabTable& table, uint32_t firstSlab,
                 const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                 const EvictionPolicyOptions& policy);
 
