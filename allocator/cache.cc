@@ -91,8 +91,6 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
         std::make_unique<SlabAllocator>(t, *tiers_[t], persistent[t], *table_, first, config_.pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
-  std::vector<std::string> openReports;
-  for (const PersistentTier* pt : persistent) openReports.push_back(pt ? pt->openReport() : std::string());
   persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, persistent, *table_, hooks_.faultSeam});
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
@@ -115,7 +113,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                            return s;
                                          });
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
-                                                       *movers_, *reaper_, std::move(openReports)});
+                                                       *movers_, *reaper_, {persistent.begin(), persistent.end()}});
   if (config_.reaper.enabled) reaper_->start();
 }
 

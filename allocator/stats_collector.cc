@@ -50,7 +50,7 @@ CacheStats StatsCollector::collect() const {
     ts.slabs_used = a.slabsUsed();
     ts.hits = c.tierHits[t]->load();  // every hit counts in exactly one tier
     ts.persistent = a.tier().persistent();
-    if (t < p_.openReports.size()) ts.open_report = p_.openReports[t];
+    if (t < p_.persistent.size() && p_.persistent[t]) ts.open_report = p_.persistent[t]->openReport();
     s.tiers.push_back(std::move(ts));
     for (uint32_t p = 0; p < a.poolCount(); ++p) {
       for (uint32_t k = 0; k < a.classCount(); ++k) {

@@ -15,6 +15,7 @@ namespace tiercache {
 class AccessIndex;
 class ItemReaper;
 class Movers;
+class PersistentTier;
 class SlabAllocator;
 class SlabTable;
 struct CacheCounters;
@@ -30,8 +31,7 @@ struct StatsParts {
   const RecoveryCounters& recovery;
   const Movers& movers;
   const ItemReaper& reaper;
-  // Per tier: what opening it reported (persistent tiers), else "".
-  std::vector<std::string> openReports;
+  std::vector<const PersistentTier*> persistent;  // per tier; null: volatile
 };
 
 class StatsCollector {
