@@ -6,7 +6,7 @@
 #include <mutex>
 #include <new>
 
-#include "../tiers/huge_mapping.h"
+#include "../common/huge_mapping.h"
 #include <unordered_set>
 
 namespace tiercache {

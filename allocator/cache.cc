@@ -13,7 +13,7 @@
 #include "../numa/topology.h"
 #include "../tiers/tier_plan.h"
 #include "access_index.h"
-#include "cache_internal.h"
+#include "cache_counters.h"
 #include "cache_persistence.h"
 #include "expiry.h"
 #include "item.h"
@@ -21,6 +21,7 @@
 #include "movers.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
+#include "stats_collector.h"
 
 namespace tiercache {
 
@@ -57,11 +58,21 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
       makeClassSizes(ac.min_size, config_.maxAllocSize(), ac.growth_factor, ac.sizes);
 
   uint64_t totalSlabs = 0;
+  // Typed references to the persistent tiers, kept from here on (null for
+  // a volatile tier): the persistence part and the slab allocators use them.
+  std::vector<PersistentTier*> persistent;
   for (const TierConfig& t : config_.tiers) {
     PersistentOpenOptions popts;
     popts.fingerprint = layoutFingerprint(config_, t, sizes);
     popts.rebuildOnMismatch = t.rebuild_on_mismatch;
-    tiers_.push_back(openTier(t, slabSize, popts));
+    if (t.persistent) {
+      std::unique_ptr<PersistentTier> pt = openPersistentTier(t, slabSize, popts);
+      persistent.push_back(pt.get());
+      tiers_.push_back(std::move(pt));
+    } else {
+      tiers_.push_back(openTier(t, slabSize, popts));
+      persistent.push_back(nullptr);
+    }
     totalSlabs += tiers_.back()->size() / slabSize;
   }
   // validate() guaranteed that these slabs fit a 32-bit reference.
@@ -76,17 +87,23 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
-    allocs_.push_back(std::make_unique<SlabAllocator>(t, *tiers_[t], *table_, first, config_.pools, sizes, policy));
+    allocs_.push_back(
+        std::make_unique<SlabAllocator>(t, *tiers_[t], persistent[t], *table_, first, config_.pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
-  persistence_ = std::make_unique<CachePersistence>(*this);
+  persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, persistent, *table_, hooks_.faultSeam});
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
-                                         firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
+                                         persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
+  recovery_ = std::make_unique<RecoveryCounters>();
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<Movers>(
       MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
-  recoverPersistentTiers();
+  const RecoveredState recovered = persistence_->recover(allocs_, *index_, hooks_.hash, nowSeconds(), *recovery_);
+  // New sequence numbers stay above every recovered one.
+  nextSeq_.store(std::max<uint64_t>(nextSeq_.load(std::memory_order_relaxed), recovered.maxSeq + 1),
+                 std::memory_order_relaxed);
+  if (recovered.anyDeadline) deadlinesSeen_.store(true, std::memory_order_relaxed);
   movers_->start();
   reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
                                          std::chrono::milliseconds(config_.reaper.interval_ms),
@@ -95,6 +112,8 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                            s.scanned = reapSome(begin, end, s.reaped);
                                            return s;
                                          });
+  stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
+                                                       *movers_, *reaper_, {persistent.begin(), persistent.end()}});
   if (config_.reaper.enabled) reaper_->start();
 }
 
@@ -118,7 +137,7 @@ Cache::~Cache() {
 #endif
     gPinsAtDestruction.fetch_add(pins, std::memory_order_relaxed);
   }
-  closePersistentTiers();
+  persistence_->close(allocs_, *movers_, config_.persistence.demote_on_shutdown && config_.demotion.enabled);
 }
 
 uint64_t Cache::pinsOutstandingAtDestruction() { return gPinsAtDestruction.load(std::memory_order_relaxed); }
@@ -195,25 +214,25 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
 }
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
-  const int pt = firstPersistentTier();
+  const int pt = persistence_->firstPersistentTier();
   return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize, pt >= 0);
 }
 
 WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize,
                               bool persistentOnly) {
   if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
-    counters_->allocTooLarge.add();
+    counters_->alloc_too_large.add();
     return {};
   }
   SlabAllocator& a = *allocs_[tier];
   const int found = a.classFor(Item::totalSize(key.size(), valueSize));
   if (found < 0) {
-    counters_->allocTooLarge.add();
+    counters_->alloc_too_large.add();
     return {};
   }
   const uint32_t cid = static_cast<uint32_t>(found);
   AllocationClass& ac = a.cls(pool, cid);
-  ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
+  ac.counters().alloc_attempts.fetch_add(1, std::memory_order_relaxed);
 
   CompressedRef ref;
   if (!config_.demotion.enabled) {
@@ -234,7 +253,7 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
-  ac.counters().allocSuccess.fetch_add(1, std::memory_order_relaxed);
+  ac.counters().alloc_success.fetch_add(1, std::memory_order_relaxed);
   return WriteHandle(this, item, ref);
 }
 
@@ -262,7 +281,7 @@ bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t 
   counters_->sets.add();
   WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
-    counters_->setFailures.add();
+    counters_->set_failures.add();
     return false;
   }
   std::memcpy(h.data(), value.data(), value.size());
@@ -293,107 +312,7 @@ void Cache::release(Item* item, CompressedRef ref) {
 
 void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
-CacheStats Cache::stats() const {
-  CacheStats s;
-  const CacheCounters& c = *counters_;
-  s.gets = c.gets.load();
-  for (const auto& h : c.tierHits) s.hits += h->load();  // every hit counts in exactly one tier
-  s.sets = c.sets.load();
-  s.set_failures = c.setFailures.load();
-  s.inserts = c.inserts.load();
-  s.replaces = c.replaces.load();
-  s.removes = c.removes.load();
-  s.alloc_too_large = c.allocTooLarge.load();
-  s.item_header_bytes = sizeof(Item);
-  s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(index_->bucketCount()) - 1);
-  s.metadata_bytes = index_->metadataBytes() + table_->metadataBytes();
-
-  for (uint32_t p = 0; p < config_.pools.size(); ++p) {
-    PoolStats ps;
-    ps.pool = p;
-    ps.name = config_.pools[p].name;
-    for (const auto& a : allocs_) {
-      ps.slab_quota += a->poolQuota(p);
-      ps.slabs += a->poolSlabs(p);
-    }
-    s.pools.push_back(ps);
-  }
-  uint64_t slots = 0;
-  for (uint32_t t = 0; t < allocs_.size(); ++t) {
-    const SlabAllocator& a = *allocs_[t];
-    TierStats ts;
-    ts.tier = t;
-    ts.name = a.tier().name();
-    ts.kind = tierKindName(a.tier().kind());
-    ts.configured_bytes = config_.tiers[t].size;
-    ts.mapped_bytes = a.tier().mappedBytes();
-    ts.slabs_total = a.slabCount();
-    ts.slabs_used = a.slabsUsed();
-    ts.hits = c.tierHits[t]->load();
-    ts.persistent = a.tier().persistent();
-    if (auto* pt = dynamic_cast<const PersistentTier*>(&a.tier())) ts.open_report = pt->openReport();
-    for (uint32_t p = 0; p < a.poolCount(); ++p) {
-      for (uint32_t k = 0; k < a.classCount(); ++k) {
-        const AllocationClass& ac = a.cls(p, k);
-        s.metadata_bytes += sizeof(AllocationClass) + ac.policy().metadataBytes();  // + ghost / sketch
-        ClassStats cs;
-        cs.tier = t;
-        cs.pool = p;
-        cs.class_id = k;
-        cs.alloc_size = ac.allocSize();
-        cs.slabs = ac.slabCount();
-        cs.items = ac.policy().size();
-        cs.free_slots = ac.freeSlots();
-        cs.alloc_attempts = ac.counters().allocAttempts.load(std::memory_order_relaxed);
-        cs.alloc_success = ac.counters().allocSuccess.load(std::memory_order_relaxed);
-        cs.evictions = ac.counters().evictions.load(std::memory_order_relaxed);
-        cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
-        cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
-        cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
-        cs.background_evictions = ac.counters().bgEvictions.load(std::memory_order_relaxed);
-        cs.demotions = ac.counters().demotions.load(std::memory_order_relaxed);
-        cs.promotions = ac.counters().promotions.load(std::memory_order_relaxed);
-        ts.background_evictions += cs.background_evictions;
-        ts.demotions += cs.demotions;
-        ts.promotions += cs.promotions;
-        ts.items += cs.items;
-        ts.alloc_attempts += cs.alloc_attempts;
-        ts.alloc_success += cs.alloc_success;
-        ts.evictions += cs.evictions;
-        slots += cs.slabs * ac.slotsPerSlab();
-        if (cs.slabs || cs.alloc_attempts || cs.slabs_lost) s.classes.push_back(cs);
-      }
-    }
-    s.items += ts.items;
-    s.background_evictions += ts.background_evictions;
-    s.demotions += ts.demotions;
-    s.promotions += ts.promotions;
-    s.alloc_attempts += ts.alloc_attempts;
-    s.alloc_success += ts.alloc_success;
-    s.evictions += ts.evictions;
-    s.tiers.push_back(std::move(ts));
-  }
-  movers_->addStats(s);
-  s.expired = c.expired.load(std::memory_order_relaxed);
-  if (reaper_) {
-    const ReaperStats r = reaper_->stats();
-    s.reaped = r.reaped;
-    s.reaper_runs = r.runs;
-    s.reaper_scanned = r.scanned;
-    s.reaper_sweeps = r.sweeps;
-  }
-  s.expired_at_recovery = c.expiredAtRecovery;
-  s.remove_callbacks = c.removeCallbacks.load(std::memory_order_relaxed);
-  s.conditional_failures = c.conditionalFailures.load(std::memory_order_relaxed);
-  s.flushes = c.flushes.load(std::memory_order_relaxed);
-  s.recovered_items = c.recoveredItems;
-  s.discarded_items = c.discardedItems;
-  s.recovery_seconds = c.recoverySeconds;
-  // Bucket bytes per item the cache holds, or per slot it could hold while filling.
-  const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
-  s.index_bytes_per_item = static_cast<double>(index_->bucketCount() * sizeof(uint32_t)) / denom;
-  return s;
-}
+CacheStats Cache::stats() const { return stats_->collect(); }
 
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.

@@ -50,6 +50,8 @@ class MemoryTier;
 class CachePersistence;
 class Movers;
 struct CacheCounters;
+struct RecoveryCounters;
+class StatsCollector;
 struct LiveCheck;
 struct InsertCondition;
 struct InsertOutcome;
@@ -211,7 +213,6 @@ class Cache final : private ItemFate {
   friend class ReadHandle;
   friend class WriteHandle;
   friend class CacheTestPeer;
-  friend class CachePersistence;
 
   void release(Item* item, CompressedRef ref);
   // ---- lifecycle (cache_lifecycle.cc) ----
@@ -253,14 +254,6 @@ class Cache final : private ItemFate {
   bool maySpillBelow(uint32_t tier) const;
   uint64_t hashKey(std::string_view key) const;
 
-  // ---- persistent tiers (cache_persistence.cc) ----
-  static uint64_t layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier,
-                                    const std::vector<uint32_t>& classSizes);
-  // Rebuilds the index and eviction lists from committed items.
-  void recoverPersistentTiers();
-  // Clean shutdown: optional demotion into the persistent tier, clean flag.
-  void closePersistentTiers();
-  int firstPersistentTier() const;
 
   CacheConfig config_;
   CacheHooks hooks_;
@@ -269,9 +262,11 @@ class Cache final : private ItemFate {
   std::vector<std::unique_ptr<MemoryTier>> tiers_;
   std::unique_ptr<SlabTable> table_;
   std::vector<std::unique_ptr<SlabAllocator>> allocs_;
+  // The persistence part (cache_persistence.h): commit protocol, recovery, clean shutdown.
   std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
+  std::unique_ptr<RecoveryCounters> recovery_;  // written by CachePersistence::recover()
   // Lifecycle (cache_lifecycle.cc): items with a seq below flushSeq_ were
   // flushed; a delayed flush takes effect at pendingFlushAt_ (expiry-clock
   // seconds, 0 = none); deadlinesSeen_ turns on the eviction walk's search
@@ -286,6 +281,8 @@ class Cache final : private ItemFate {
   // before anything they use is destroyed.
   std::unique_ptr<Movers> movers_;
   std::unique_ptr<ItemReaper> reaper_;
+  // The stats part (stats_collector.h): reads the parts above.
+  std::unique_ptr<StatsCollector> stats_;
 };
 
 }  // namespace tiercache

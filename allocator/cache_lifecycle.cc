@@ -15,7 +15,7 @@
 
 #include "access_index.h"
 #include "cache.h"
-#include "cache_internal.h"
+#include "cache_counters.h"
 #include "cache_persistence.h"
 #include "expiry.h"
 #include "item.h"
@@ -68,9 +68,9 @@ bool Cache::isExpired(const Item& item) const {
 }
 
 void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
-  if (cause == RemoveCause::kExpired) counters_->expired.fetch_add(1, std::memory_order_relaxed);
+  if (cause == RemoveCause::kExpired) counters_->expired.add();
   if (!hooks_.onRemove || closing_.load(std::memory_order_relaxed)) return;
-  counters_->removeCallbacks.fetch_add(1, std::memory_order_relaxed);
+  counters_->remove_callbacks.add();
   hooks_.onRemove(RemovedItem{item.key(), item.value(), item.flags, cause});
 }
 
@@ -93,7 +93,7 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   const InsertOutcome out = index_->insertIf(ref, item, hashKey(item->key()), cond);
   if (!out.stored) {
-    counters_->conditionalFailures.fetch_add(1, std::memory_order_relaxed);
+    counters_->conditional_failures.add();
     return out;  // h releases the unpublished item, which frees it
   }
   counters_->inserts.add();
@@ -136,7 +136,7 @@ bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t 
   counters_->sets.add();
   WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
-    counters_->setFailures.add();
+    counters_->set_failures.add();
     return false;
   }
   std::memcpy(h.data(), value.data(), value.size());
@@ -193,7 +193,7 @@ bool Cache::touch(std::string_view key, Ttl ttl) {
 }
 
 void Cache::flush(Ttl delay) {
-  counters_->flushes.fetch_add(1, std::memory_order_relaxed);
+  counters_->flushes.add();
   deadlinesSeen_.store(true, std::memory_order_relaxed);
   if (delay <= Ttl::zero()) {
     const uint64_t next = nextSeq_.load(std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 // Persistent tiers: the item commit protocol, recovery at start-up and the
 // clean shutdown. See docs/persistence.md.
+#include <algorithm>
 #include <cstddef>
 #include <chrono>
 #include <cstring>
@@ -9,7 +10,7 @@
 
 #include "access_index.h"
 #include "cache.h"
-#include "cache_internal.h"
+#include "cache_counters.h"
 #include "cache_persistence.h"
 #include "item.h"
 #include "movers.h"
@@ -28,41 +29,38 @@ uint32_t itemChecksum(const Item* item, uint64_t seed) {
   return sum ? sum : 1;
 }
 
-CachePersistence::CachePersistence(Cache& cache) : cache_(cache) {
-  for (const auto& tier : cache_.tiers_) {
-    const auto* pt = dynamic_cast<const PersistentTier*>(tier.get());
-    commitKeys_.push_back(pt ? pt->commitKey() : 0);
-  }
+CachePersistence::CachePersistence(PersistenceParts parts) : p_(std::move(parts)) {
+  for (const PersistentTier* pt : p_.persistent) commitKeys_.push_back(pt ? pt->commitKey() : 0);
 }
 
 uint32_t CachePersistence::checksumAt(const Item* item, CompressedRef ref) const {
   // The pool's secret key makes the mark unforgeable by whoever chose the
   // bytes of a value (the client never sees a checksum); the slot's offset
   // makes a committed image valid only where it was committed.
-  const uint32_t t = cache_.table_->tierOf(ref);
-  const auto offset = static_cast<uint64_t>(reinterpret_cast<const std::byte*>(item) - cache_.tiers_[t]->base());
+  const uint32_t t = p_.table.tierOf(ref);
+  const auto offset = static_cast<uint64_t>(reinterpret_cast<const std::byte*>(item) - p_.tiers[t]->base());
   return itemChecksum(item, commitKeys_[t] ^ (offset * 0x9E3779B97F4A7C15ull));
 }
 
 void CachePersistence::replaceCommitted() {
-  if (cache_.hooks_.faultSeam) cache_.hooks_.faultSeam(FaultPoint::kReplaceNewCommitted);
+  if (p_.faultSeam) p_.faultSeam(FaultPoint::kReplaceNewCommitted);
 }
 
 void CachePersistence::persistPayload(const Item* item, CompressedRef ref) const {
-  cache_.tiers_[cache_.table_->tierOf(ref)]->persist(item, Item::totalSize(item->keySize(), item->valueSize()));
+  p_.tiers[p_.table.tierOf(ref)]->persist(item, Item::totalSize(item->keySize(), item->valueSize()));
 }
 
 void CachePersistence::commit(Item* item, CompressedRef ref) {
   item->checksum = checksumAt(item, ref);
-  cache_.tiers_[cache_.table_->tierOf(ref)]->persist(&item->checksum, sizeof item->checksum);
+  p_.tiers[p_.table.tierOf(ref)]->persist(&item->checksum, sizeof item->checksum);
 }
 
 void CachePersistence::invalidate(Item* item, CompressedRef ref) {
   item->checksum = 0;
-  cache_.tiers_[cache_.table_->tierOf(ref)]->persist(&item->checksum, sizeof item->checksum);
+  p_.tiers[p_.table.tierOf(ref)]->persist(&item->checksum, sizeof item->checksum);
 }
 
-uint64_t Cache::layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier, const std::vector<uint32_t>& classSizes) {
+uint64_t layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier, const std::vector<uint32_t>& classSizes) {
   // Everything that decides where slabs and slots are and what a record means.
   std::string shape = "v1;slab=" + std::to_string(cfg.slab_size) + ";tier=" + tier.name + ":" +
                       std::to_string(tier.size / cfg.slab_size) + ";classes=";
@@ -74,20 +72,23 @@ uint64_t Cache::layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier
   return XXH3_64bits(shape.data(), shape.size());
 }
 
-int Cache::firstPersistentTier() const {
-  for (size_t t = 0; t < tiers_.size(); ++t) {
-    if (tiers_[t]->persistent()) return static_cast<int>(t);
+int CachePersistence::firstPersistentTier() const {
+  for (size_t t = 0; t < p_.persistent.size(); ++t) {
+    if (p_.persistent[t]) return static_cast<int>(t);
   }
   return -1;
 }
 
-void Cache::recoverPersistentTiers() {
+RecoveredState CachePersistence::recover(std::vector<std::unique_ptr<SlabAllocator>>& allocs, AccessIndex& index,
+                                         PersistenceHashFn hash, uint32_t recoveryNow, RecoveryCounters& counters) {
   const auto t0 = std::chrono::steady_clock::now();
-  const uint32_t recoveryNow = nowSeconds();
-  for (size_t t = 0; t < tiers_.size(); ++t) {
-    auto* pt = dynamic_cast<PersistentTier*>(tiers_[t].get());
+  RecoveredState out;
+  // Sequence numbers stay used: a later copy must order after every one seen.
+  auto noteSeq = [&out](const Item* item) { out.maxSeq = std::max(out.maxSeq, item->seq()); };
+  for (size_t t = 0; t < p_.tiers.size(); ++t) {
+    PersistentTier* pt = p_.persistent[t];
     if (!pt) continue;
-    SlabAllocator& a = *allocs_[t];
+    SlabAllocator& a = *allocs[t];
     if (pt->recovered()) {
       const std::vector<uint32_t>& sizes = a.classSizes();
       for (uint32_t s = 0; s < a.slabCount(); ++s) {
@@ -106,23 +107,20 @@ void Cache::recoverPersistentTiers() {
         const uint32_t slab = a.firstSlab() + s;
         bool dirty = false;
         for (uint32_t slot = 0; slot < ac.slotsPerSlab(); ++slot) {
-          const CompressedRef ref = table_->makeRef(slab, slot);
-          Item* item = table_->item(ref);
+          const CompressedRef ref = p_.table.makeRef(slab, slot);
+          Item* item = p_.table.item(ref);
           // Every field is checked before it is trusted: a slot holds a
           // committed item only if its sizes fit the slot and its checksum holds.
           const uint32_t sizes = item->sizes;
           const uint64_t need = Item::totalSize(sizes & 0xFF, sizes >> 8);
           const bool plausible = need <= ac.allocSize();
           const bool committed =
-              plausible && item->checksum != 0 && item->checksum == persistence_->checksumAt(item, ref);
+              plausible && item->checksum != 0 && item->checksum == checksumAt(item, ref);
                     // Expired while the cache was down: dropped (no callback: the
           // cache is not built yet), its slot freed and made durable.
           if (committed && item->expiry != 0 && item->expiry <= recoveryNow) {
-            // Its sequence number stays used: a later copy must order after it.
-            if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
-              nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
-            }
-            ++counters_->expiredAtRecovery;
+            noteSeq(item);
+            ++counters.expired_at_recovery;
             dirty = true;
             item->checksum = 0;
             ac.pushFree(ref);
@@ -131,26 +129,23 @@ void Cache::recoverPersistentTiers() {
           if (committed) {
             item->state.store(0, std::memory_order_relaxed);
             item->hook.meta.store(0, std::memory_order_relaxed);
-            const CompressedRef loser = index_->insertRecovered(ref, item, hashKey(item->key()));
+            const CompressedRef loser = index.insertRecovered(ref, item, hash(item->key()));
             if (loser != ref) {
-              // New sequence numbers stay above every recovered one.
-              if (item->seq() >= nextSeq_.load(std::memory_order_relaxed)) {
-                nextSeq_.store(item->seq() + 1, std::memory_order_relaxed);
-              }
+              noteSeq(item);
               ac.policy().add(ref.raw());
-              if (item->expiry != 0) deadlinesSeen_.store(true, std::memory_order_relaxed);
-              ++counters_->recoveredItems;
+              if (item->expiry != 0) out.anyDeadline = true;
+              ++counters.recovered_items;
               if (loser) {
                 // An older committed copy of the key, found earlier in the
                 // scan (a crash between the two steps of a replace): free it.
-                Item* old = table_->item(loser);
-                AllocationClass* owner = table_->owner(loser);
+                Item* old = p_.table.item(loser);
+                AllocationClass* owner = p_.table.owner(loser);
                 owner->policy().remove(loser.raw());
                 old->checksum = 0;
-                tiers_[table_->tierOf(loser)]->persist(&old->checksum, sizeof old->checksum);
+                p_.tiers[p_.table.tierOf(loser)]->persist(&old->checksum, sizeof old->checksum);
                 owner->pushFree(loser);
-                --counters_->recoveredItems;
-                ++counters_->discardedItems;
+                --counters.recovered_items;
+                ++counters.discarded_items;
               }
               continue;
             }
@@ -160,42 +155,42 @@ void Cache::recoverPersistentTiers() {
           // check (torn, corrupted, or not written by this pool's cache) or
           // lost to a newer copy of its key is discarded.
           if (item->checksum != 0) {
-            ++counters_->discardedItems;
+            ++counters.discarded_items;
             dirty = true;
           }
           item->checksum = 0;
           ac.pushFree(ref);
         }
-        if (dirty) tiers_[t]->persist(table_->slab(slab).base, table_->slabSize());
+        if (dirty) p_.tiers[t]->persist(p_.table.slab(slab).base, p_.table.slabSize());
       }
     }
     a.finishRecovery();
     // From here on a crash must be detected at the next open.
     pt->setClean(false);
   }
-  counters_->recoverySeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  counters.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
 }
 
-void Cache::closePersistentTiers() {
+void CachePersistence::close(std::vector<std::unique_ptr<SlabAllocator>>& allocs, Movers& movers, bool demoteFirst) {
   const int pt = firstPersistentTier();
   if (pt < 0) return;
-  if (config_.persistence.demote_on_shutdown && config_.demotion.enabled) {
+  if (demoteFirst) {
     // Push what lives above the persistent tier down into it, class by
     // class, while it has room; what does not fit is lost as DRAM would be.
     for (int t = pt - 1; t >= 0; --t) {
-      SlabAllocator& a = *allocs_[t];
+      SlabAllocator& a = *allocs[t];
       for (uint32_t p = 0; p < a.poolCount(); ++p) {
         for (uint32_t c = 0; c < a.classCount(); ++c) {
           AllocationClass& ac = a.cls(p, c);
           const size_t n = ac.policy().size();
-          if (n) movers_->evict(ac, n, true);
+          if (n) movers.evict(ac, n, true);
         }
       }
     }
   }
-  for (auto& tier : tiers_) {
-    if (auto* p = dynamic_cast<PersistentTier*>(tier.get())) p->setClean(true);
+  for (PersistentTier* p : p_.persistent) {
+    if (p) p->setClean(true);
   }
 }
 

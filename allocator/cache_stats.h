@@ -11,22 +11,96 @@
 
 namespace tiercache {
 
+// Counters declared once. Each X-macro list below is one table of rows
+// X(name, help); the list a row sits in says its level (class, tier,
+// cache), its kind (counter: monotonic; gauge: read at snapshot time), who
+// counts it and whether it is summed into the coarser levels. From these
+// lists come the fields of the stats structs, the live counters of the
+// parts (ClassCounters, MoverCounters, CacheCounters), the sums per tier
+// and per cache, metricTable(), toJson(), toPrometheus(), the bench report
+// and the server's stats. Adding a counter = one row + the line that
+// increments it. Names are snake_case; Prometheus adds the prefix
+// tiercache_[tier_|class_] and, for counters, the suffix _total.
+
+// Per (tier, pool, class), counted by the allocator and the movers
+// (ClassCounters), summed into their tier and the cache.
+#define TIERCACHE_CLASS_ROLLUP_COUNTERS(X)                                                \
+  X(alloc_attempts, "allocations tried")                                                   \
+  X(alloc_success, "allocations that got a slot")                                          \
+  X(evictions, "items evicted by an allocation that found no free slot (foreground)")     \
+  X(background_evictions, "items evicted or demoted by the background evictors")          \
+  X(demotions, "items moved down to the next tier")                                        \
+  X(promotions, "items moved up to the tier above")
+// Per class only, counted (ClassCounters).
+#define TIERCACHE_CLASS_COUNTERS(X)                                                        \
+  X(slow_allocs, "allocations that found no free slot")                                    \
+  X(slabs_gained, "slabs the rebalancer gave this class")                                  \
+  X(slabs_lost, "slabs the rebalancer took from this class")
+// Per class, read at snapshot time, summed into their tier and the cache.
+#define TIERCACHE_CLASS_ROLLUP_GAUGES(X) X(items, "items in the eviction lists")
+// Per class only, read at snapshot time.
+#define TIERCACHE_CLASS_GAUGES(X)                                                          \
+  X(slabs, "slabs the class holds")                                                        \
+  X(free_slots, "free slots in the class's slabs")
+// Per tier, counted by the cache, summed into the cache.
+#define TIERCACHE_TIER_ROLLUP_COUNTERS(X) X(hits, "finds that found their item in this tier")
+// Per tier only, read at snapshot time.
+#define TIERCACHE_TIER_GAUGES(X)                                                           \
+  X(configured_bytes, "the tier's configured size")                                        \
+  X(mapped_bytes, "bytes the tier took from the OS")                                       \
+  X(slabs_total, "slabs the tier is cut into")                                             \
+  X(slabs_used, "slabs assigned to a class")
+// Whole cache, counted by Cache on the request path (CacheCounters).
+#define TIERCACHE_CACHE_COUNTERS(X)                                                        \
+  X(gets, "find/get calls")                                                                \
+  X(sets, "set calls")                                                                     \
+  X(set_failures, "set calls that could not store")                                        \
+  X(inserts, "insertOrReplace calls (set included)")                                       \
+  X(replaces, "inserts that replaced an existing key")                                     \
+  X(removes, "remove calls that removed a key")                                            \
+  X(alloc_too_large, "allocations refused: key or value beyond the largest class")         \
+  X(expired, "dead (expired or flushed) items reclaimed, by any path")                     \
+  X(remove_callbacks, "remove callbacks run")                                              \
+  X(conditional_failures, "add / CAS / touch publishes refused")                           \
+  X(flushes, "flush calls")
+// Whole cache, counted by the movers (MoverCounters).
+#define TIERCACHE_MOVER_COUNTERS(X)                                                        \
+  X(promotion_candidates, "lower-tier items that reached the hit threshold")               \
+  X(promotions_rate_limited, "promotions refused by the rate limit")                       \
+  X(promotions_no_room, "promotions refused: upper class below its free watermark")        \
+  X(promotion_queue_dropped, "promotion requests dropped from a full queue")               \
+  X(moves_aborted, "items removed or replaced while being moved")                          \
+  X(rebalanced_slabs, "slabs moved between allocation classes")
+// Whole cache, counted by the reaper (ItemReaper).
+#define TIERCACHE_REAPER_COUNTERS(X)                                                       \
+  X(reaped, "expired items reclaimed by the reaper")                                       \
+  X(reaper_runs, "reaper passes")                                                          \
+  X(reaper_scanned, "items the reaper looked at")                                          \
+  X(reaper_sweeps, "full reaper passes over the index")
+// Whole cache, counted once at start by the persistence part (RecoveryCounters).
+#define TIERCACHE_RECOVERY_COUNTERS(X)                                                     \
+  X(recovered_items, "persistent items recovered at start")                                \
+  X(discarded_items, "persistent slots discarded at start: torn, corrupted or a duplicate key") \
+  X(expired_at_recovery, "persistent items that expired while the cache was down")
+// Whole cache, read at snapshot time.
+#define TIERCACHE_CACHE_GAUGES(X) X(metadata_bytes, "DRAM metadata outside the tiers: index, slab table, classes")
+
+#define TIERCACHE_STATS_FIELD(name, help) uint64_t name = 0;
+
+enum class MetricKind : uint8_t { kCounter, kGauge };
+enum class MetricLevel : uint8_t { kCache, kTier, kClass };
+const char* metricKindName(MetricKind kind);    // "counter", "gauge"
+const char* metricLevelName(MetricLevel level);  // "cache", "tier", "class"
+
 struct ClassStats {
   uint32_t tier = 0;
   uint32_t pool = 0;
   uint32_t class_id = 0;
   uint32_t alloc_size = 0;
-  uint64_t slabs = 0;
-  uint64_t items = 0;          // items in the eviction list
-  uint64_t free_slots = 0;
-  uint64_t alloc_attempts = 0;
-  uint64_t alloc_success = 0;
-  uint64_t evictions = 0;      // items evicted to make room (foreground)
-  uint64_t background_evictions = 0;
-  uint64_t demotions = 0;      // moved down out of this class
-  uint64_t promotions = 0;     // moved up out of this class
-  uint64_t slabs_gained = 0;   // by the rebalancer
-  uint64_t slabs_lost = 0;
+  TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_CLASS_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_CLASS_ROLLUP_GAUGES(TIERCACHE_STATS_FIELD)
+  TIERCACHE_CLASS_GAUGES(TIERCACHE_STATS_FIELD)
   uint32_t eviction_age_ms = 0;  // median age of the items its policy gave up (power-of-two buckets)
 };
 
@@ -34,18 +108,10 @@ struct TierStats {
   uint32_t tier = 0;
   std::string name;
   std::string kind;
-  uint64_t configured_bytes = 0;
-  uint64_t mapped_bytes = 0;   // bytes this tier took from the OS
-  uint64_t slabs_total = 0;
-  uint64_t slabs_used = 0;     // assigned to a class
-  uint64_t items = 0;
-  uint64_t alloc_attempts = 0;
-  uint64_t alloc_success = 0;
-  uint64_t evictions = 0;      // foreground: an allocation had to wait for them
-  uint64_t background_evictions = 0;
-  uint64_t demotions = 0;      // items moved from this tier to the next
-  uint64_t promotions = 0;     // items moved from this tier to the one above
-  uint64_t hits = 0;           // finds that found their item in this tier
+  TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)  // sums over the tier's classes
+  TIERCACHE_CLASS_ROLLUP_GAUGES(TIERCACHE_STATS_FIELD)
+  TIERCACHE_TIER_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_TIER_GAUGES(TIERCACHE_STATS_FIELD)
   bool persistent = false;
   std::string open_report;     // persistent tiers: what happened at open
 };
@@ -68,45 +134,17 @@ struct PoolStats {
 };
 
 struct CacheStats {
-  uint64_t gets = 0;           // find/get calls
-  uint64_t hits = 0;
-  uint64_t sets = 0;           // set() calls
-  uint64_t set_failures = 0;   // set() that could not store
-  uint64_t inserts = 0;        // insertOrReplace calls (set included)
-  uint64_t replaces = 0;       // of which replaced an existing key
-  uint64_t removes = 0;        // remove() calls that removed a key
-  uint64_t alloc_attempts = 0;
-  uint64_t alloc_success = 0;
-  uint64_t alloc_too_large = 0;  // key or value beyond the largest class
-  uint64_t evictions = 0;      // foreground, all tiers
-  uint64_t background_evictions = 0;
-  uint64_t demotions = 0;
-  uint64_t promotions = 0;
-  uint64_t promotion_candidates = 0;   // lower-tier items that reached the hit threshold
-  uint64_t promotions_rate_limited = 0;
-  uint64_t promotions_no_room = 0;     // upper class below its free watermark
-  uint64_t promotion_queue_dropped = 0;
-  uint64_t moves_aborted = 0;          // item removed or replaced while being moved
-  // Item lifecycle.
-  uint64_t expired = 0;                // dead (expired or flushed) items reclaimed, by any path
-  uint64_t reaped = 0;                 // ... of which by the reaper
-  uint64_t reaper_runs = 0;
-  uint64_t reaper_scanned = 0;         // items the reaper looked at
-  uint64_t reaper_sweeps = 0;          // full passes over the index
-  uint64_t expired_at_recovery = 0;    // persistent items that expired while the cache was down
-  uint64_t remove_callbacks = 0;
-  uint64_t conditional_failures = 0;   // add / CAS / touch publishes refused
-  uint64_t flushes = 0;
+  TIERCACHE_CACHE_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_MOVER_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_REAPER_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_RECOVERY_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_CACHE_GAUGES(TIERCACHE_STATS_FIELD)
+  TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)  // sums over the tiers
+  TIERCACHE_CLASS_ROLLUP_GAUGES(TIERCACHE_STATS_FIELD)
+  TIERCACHE_TIER_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)
   WorkerStats background_evictor;
   WorkerStats promoter;
-  uint64_t rebalanced_slabs = 0;
-  // Start-up of persistent tiers.
-  uint64_t recovered_items = 0;
-  uint64_t discarded_items = 0;        // checksum present but wrong (torn, corrupted), or a duplicate key
-  double recovery_seconds = 0;
-  uint64_t items = 0;
-  // DRAM metadata outside the tiers: index, slab table, classes.
-  uint64_t metadata_bytes = 0;
+  double recovery_seconds = 0;          // persistent tiers: time to rebuild the index at start
   uint32_t item_header_bytes = 0;
   double index_bytes_per_item = 0;  // bucket array bytes / items (at capacity: / slots)
   uint32_t index_buckets_log2 = 0;
@@ -119,6 +157,30 @@ struct CacheStats {
   double tierHitRatio(size_t t) const { return gets && t < tiers.size() ? double(tiers[t].hits) / double(gets) : 0.0; }
   std::string toJson() const;
   std::string toPrometheus() const;
+  // Sums the class rows of the ROLLUP lists into their tiers (over every
+  // class in `allClasses`, kept or not) and the tier rows into the cache.
+  void rollUp(const std::vector<ClassStats>& allClasses);
+  // The change since an earlier snapshot of the same cache: every counter
+  // (and the worker figures) is this minus `before`, every gauge is this
+  // snapshot's. Tiers match by position, classes by (tier, pool, class).
+  CacheStats since(const CacheStats& before) const;
 };
+
+// One row of the counter tables, for code that walks them all (exporters,
+// tests). Exactly one of the three field pointers is set, for its level.
+struct MetricDesc {
+  const char* name;
+  MetricKind kind;
+  MetricLevel level;
+  const char* help;
+  uint64_t CacheStats::*cache = nullptr;
+  uint64_t TierStats::*tier = nullptr;
+  uint64_t ClassStats::*cls = nullptr;
+  // Summed up into the coarser levels (which then have a row of their own).
+  bool rolledUp = false;
+};
+// Every row, class rows first, then tier, then cache; a ROLLUP row appears
+// once per level it is kept at.
+const std::vector<MetricDesc>& metricTable();
 
 }  // namespace tiercache

@@ -18,7 +18,7 @@
 #include <memory>
 #include <mutex>
 
-#include "../eviction/periodic_worker.h"
+#include "../common/periodic_worker.h"
 
 namespace tiercache {
 

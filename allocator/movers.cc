@@ -202,7 +202,7 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   // evictor of this class is told now, not at its next poll.
   if (!background && (low || !ref) && served(ac) && !a.mayGrow(pool)) wakeEvictor(ac);
   if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
-  ac.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  ac.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled) {
     // A class without a slab cannot evict: it must get one. Otherwise look
     // for another class's idle slab now and then (a look locks every class
@@ -234,7 +234,7 @@ size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out,
   size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
   if (got == n) return got;
   if (!background && served(lower)) wakeEvictor(lower);
-  lower.counters().slowAllocs.fetch_add(1, std::memory_order_relaxed);
+  lower.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled && lower.slabless() && rebalance(a, lower.pool(), lower.id(), false)) {
     got += a.allocateSlots(lower.pool(), lower.id(), n - got, out + got);
   }
@@ -367,8 +367,8 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
 
   ClassCounters& c = ac.counters();
   if (moved) c.demotions.fetch_add(moved, std::memory_order_relaxed);
-  if (aborted) counters_.movesAborted.fetch_add(aborted, std::memory_order_relaxed);
-  (background ? c.bgEvictions : c.evictions).fetch_add(k, std::memory_order_relaxed);
+  if (aborted) counters_.moves_aborted.fetch_add(aborted, std::memory_order_relaxed);
+  (background ? c.background_evictions : c.evictions).fetch_add(k, std::memory_order_relaxed);
   return k;
 }
 
@@ -383,7 +383,7 @@ bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {
   if (swapped) {
     table_.owner(dst)->policy().add(dst.raw());
   } else {
-    counters_.movesAborted.fetch_add(1, std::memory_order_relaxed);
+    counters_.moves_aborted.fetch_add(1, std::memory_order_relaxed);
   }
   if (copy->releaseRef()) freeOwned(dst);  // not published: back to the free list
   return swapped;
@@ -403,9 +403,9 @@ bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool i
     if (slab == CompressedRef::kNull) continue;
     evictClaimed(donor, claimed);
     a.reassignSlab(slab, pool, classId);
-    donor.counters().slabsLost.fetch_add(1, std::memory_order_relaxed);
-    a.cls(pool, classId).counters().slabsGained.fetch_add(1, std::memory_order_relaxed);
-    counters_.rebalancedSlabs.fetch_add(1, std::memory_order_relaxed);
+    donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
+    a.cls(pool, classId).counters().slabs_gained.fetch_add(1, std::memory_order_relaxed);
+    counters_.rebalanced_slabs.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   return false;
@@ -446,13 +446,13 @@ void Movers::noteLowerTierHit(Item* item, CompressedRef ref) {
   // would take the only durable copy away (DRAM copies are not built yet).
   if (config_.persistence.durable_sets && table_.persistent(ref)) return;
   if (item->addLowerTierHit() != config_.promotion.hits) return;
-  counters_.promotionCandidates.fetch_add(1, std::memory_order_relaxed);
+  counters_.promotion_candidates.fetch_add(1, std::memory_order_relaxed);
   if (!config_.promotion.background) {
     promote(item, ref);
   } else if (queue_.push(item->key())) {
     promoter_->wake();
   } else {
-    counters_.promotionQueueDropped.fetch_add(1, std::memory_order_relaxed);
+    counters_.promotion_queue_dropped.fetch_add(1, std::memory_order_relaxed);
     item->clearLowerTierHits();
   }
 }
@@ -483,18 +483,18 @@ bool Movers::promote(Item* item, CompressedRef ref) {
   const bool room = canGrow || (free > 0 && 100.0 * static_cast<double>(free) >=
                                                 config_.promotion.upper_free_watermark * static_cast<double>(capacity));
   if (!room) {
-    counters_.promotionsNoRoom.fetch_add(1, std::memory_order_relaxed);
+    counters_.promotions_no_room.fetch_add(1, std::memory_order_relaxed);
     item->clearLowerTierHits();
     return false;
   }
   if (!limiter_.tryAcquire()) {
-    counters_.promotionsRateLimited.fetch_add(1, std::memory_order_relaxed);
+    counters_.promotions_rate_limited.fetch_add(1, std::memory_order_relaxed);
     item->clearLowerTierHits();
     return false;
   }
   const CompressedRef dst = upper.allocateSlot(src.pool(), src.id());
   if (!dst) {
-    counters_.promotionsNoRoom.fetch_add(1, std::memory_order_relaxed);
+    counters_.promotions_no_room.fetch_add(1, std::memory_order_relaxed);
     item->clearLowerTierHits();
     return false;
   }
@@ -559,7 +559,7 @@ ClassUsage Movers::usage(size_t cls) const {
   u.canGrow = allocs_[ac.tier()]->mayGrow(ac.pool());
   // Slots taken since the last look (each class has one evictor, so one
   // writer of its mark).
-  const uint64_t allocated = ac.counters().allocSuccess.load(std::memory_order_relaxed);
+  const uint64_t allocated = ac.counters().alloc_success.load(std::memory_order_relaxed);
   std::atomic<uint64_t>& mark = consumedMark_[cls];
   u.consumed = static_cast<int64_t>(std::min<uint64_t>(allocated - mark.load(std::memory_order_relaxed), 1ull << 40));
   mark.store(allocated, std::memory_order_relaxed);
@@ -594,12 +594,9 @@ void Movers::addStats(CacheStats& s) const {
   };
   for (const auto& e : evictors_) addWorker(s.background_evictor, e->stats());
   if (promoter_) addWorker(s.promoter, promoter_->stats());
-  s.promotion_candidates = counters_.promotionCandidates.load(std::memory_order_relaxed);
-  s.promotions_rate_limited = counters_.promotionsRateLimited.load(std::memory_order_relaxed);
-  s.promotions_no_room = counters_.promotionsNoRoom.load(std::memory_order_relaxed);
-  s.promotion_queue_dropped = counters_.promotionQueueDropped.load(std::memory_order_relaxed);
-  s.moves_aborted = counters_.movesAborted.load(std::memory_order_relaxed);
-  s.rebalanced_slabs = counters_.rebalancedSlabs.load(std::memory_order_relaxed);
+#define TIERCACHE_COPY(name, help) s.name = counters_.name.load(std::memory_order_relaxed);
+  TIERCACHE_MOVER_COUNTERS(TIERCACHE_COPY)
+#undef TIERCACHE_COPY
 }
 
 }  // namespace tiercache

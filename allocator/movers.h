@@ -68,9 +68,11 @@ class RateLimiter {
 };
 
 // Counters of the movers; atomic, read by stats() from any thread.
+// (The rows of TIERCACHE_MOVER_COUNTERS in cache_stats.h.)
 struct MoverCounters {
-  std::atomic<uint64_t> promotionCandidates{0}, promotionsRateLimited{0}, promotionsNoRoom{0},
-      promotionQueueDropped{0}, movesAborted{0}, rebalancedSlabs{0};
+#define TIERCACHE_ATOMIC_FIELD(name, help) std::atomic<uint64_t> name{0};
+  TIERCACHE_MOVER_COUNTERS(TIERCACHE_ATOMIC_FIELD)
+#undef TIERCACHE_ATOMIC_FIELD
 };
 
 using MoverHashFn = uint64_t (*)(std::string_view key);
@@ -168,7 +170,7 @@ class Movers final : public BackgroundTarget {
   ItemFate& fate_;
 
   MoverCounters counters_;
-  // Per flat class: allocSuccess when its evictor last looked (usage()).
+  // Per flat class: alloc_success when its evictor last looked (usage()).
   std::unique_ptr<std::atomic<uint64_t>[]> consumedMark_;
   PromotionQueue queue_;
   RateLimiter limiter_;

@@ -313,16 +313,16 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   liveItems += live;
 }
 
-SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
-                             const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
+SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTier* persistent, SlabTable& table,
+                             uint32_t firstSlab, const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                              const EvictionPolicyOptions& policy)
     : tierIndex_(tierIndex),
       tier_(tier),
       table_(table),
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
-      classSizes_(classSizes) {
-  persistent_ = tier.persistent() ? dynamic_cast<PersistentTier*>(&tier) : nullptr;
+      classSizes_(classSizes),
+      persistent_(persistent) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
     SlabInfo& s = table_.slab(firstSlab_ + i);
     s.base = tier.base() + static_cast<uint64_t>(i) * table.slabSize();

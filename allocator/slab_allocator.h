@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "../common/clock.h"
 #include "../eviction/eviction_policy.h"
 #include "../tiers/memory_tier.h"
 #include "cache_config.h"
+#include "cache_stats.h"
 #include "compressed_ref.h"
 #include "item.h"
 
@@ -74,16 +76,13 @@ class SlabTable final : public HookResolver {
   std::vector<SlabInfo> slabs_;
 };
 
+// The live counters of a class (rows of the CLASS_*COUNTERS lists in
+// cache_stats.h); atomic, read by Cache::stats() from any thread.
 struct ClassCounters {
-  std::atomic<uint64_t> allocAttempts{0};
-  std::atomic<uint64_t> allocSuccess{0};
-  std::atomic<uint64_t> evictions{0};     // foreground: an allocation waited for them
-  std::atomic<uint64_t> bgEvictions{0};   // by the background evictors
-  std::atomic<uint64_t> demotions{0};     // moved down out of this class (fg or bg)
-  std::atomic<uint64_t> promotions{0};    // moved up out of this class
-  std::atomic<uint64_t> slowAllocs{0};    // allocations that found no free slot
-  std::atomic<uint64_t> slabsGained{0};
-  std::atomic<uint64_t> slabsLost{0};
+#define TIERCACHE_ATOMIC_FIELD(name, help) std::atomic<uint64_t> name{0};
+  TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_ATOMIC_FIELD)
+  TIERCACHE_CLASS_COUNTERS(TIERCACHE_ATOMIC_FIELD)
+#undef TIERCACHE_ATOMIC_FIELD
 };
 
 class AllocationClass {
@@ -190,7 +189,9 @@ class AllocationClass {
 class SlabAllocator {
  public:
   // Serves slabs [firstSlab, firstSlab + tier.size()/slabSize) of `table`.
-  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, SlabTable& table, uint32_t firstSlab,
+  // persistent: the same tier's persistent interface (its slab records), or
+  // null for a volatile tier.
+  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTier* persistent, SlabTable& table, uint32_t firstSlab,
                 const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                 const EvictionPolicyOptions& policy);
 

@@ -18,28 +18,8 @@ using json = nlohmann::json;
 double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0.0; }
 double rate(uint64_t n, double seconds) { return seconds > 0 ? double(n) / seconds : 0.0; }
 
-// The measured-phase change of the cache counters.
-struct CacheDelta {
-  uint64_t alloc_attempts, alloc_success, evictions, gets, hits;
-  uint64_t background_evictions, background_runs, demotions, promotions;
-  uint64_t expired, reaped;  // dead items reclaimed (any path), of which by the reaper
-};
-
-CacheDelta delta(const WorkloadResult& r) {
-  const CacheStats& a = r.after;
-  const CacheStats& b = r.before;
-  return CacheDelta{a.alloc_attempts - b.alloc_attempts,
-                    a.alloc_success - b.alloc_success,
-                    a.evictions - b.evictions,
-                    a.gets - b.gets,
-                    a.hits - b.hits,
-                    a.background_evictions - b.background_evictions,
-                    a.background_evictor.runs - b.background_evictor.runs,
-                    a.demotions - b.demotions,
-                    a.promotions - b.promotions,
-                    a.expired - b.expired,
-                    a.reaped - b.reaped};
-}
+// The measured-phase change of the cache counters (gauges: at the end).
+CacheStats delta(const WorkloadResult& r) { return r.after.since(r.before); }
 
 std::string sformat(const char* fmt, auto... args) {
   char buf[256];
@@ -160,7 +140,7 @@ std::string formatEvictionAges(const CacheStats& after) {
 
 std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
                          const std::string& limitsNote) {
-  CacheDelta d = delta(r);
+  const CacheStats d = delta(r);
   std::string s = "== Test Results ==\n";
   for (const TierStats& t : r.after.tiers) {
     std::string label = "Items in " + t.name;
@@ -172,7 +152,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += sformat("Expired       : %s (reaped %s)\n", withCommas(d.expired).c_str(), withCommas(d.reaped).c_str());
   if (r.after.background_evictor.threads > 0)
     s += sformat("Background evictions: %s in %s runs\n", withCommas(d.background_evictions).c_str(),
-                 withCommas(d.background_runs).c_str());
+                 withCommas(d.background_evictor.runs).c_str());
   if (r.after.tiers.size() > 1)
     s += sformat("Demotions     : %s Promotions: %s\n", withCommas(d.demotions).c_str(),
                  withCommas(d.promotions).c_str());
@@ -212,61 +192,46 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
 }
 
 std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits) {
-  CacheDelta d = delta(r);
+  const CacheStats d = delta(r);
   auto op = [&](uint64_t count, uint64_t success) {
     return json{{"count", count},
                 {"success", success},
                 {"per_second", rate(count, r.elapsed_seconds)},
                 {"success_ratio", count ? double(success) / double(count) : 0.0}};
   };
+  // Every row of the counter tables (cache_stats.h), then the derived figures.
   json tiers = json::array();
-  for (size_t i = 0; i < r.after.tiers.size(); ++i) {
-    const TierStats& t = r.after.tiers[i];
-    const TierStats b = i < r.before.tiers.size() ? r.before.tiers[i] : TierStats{};
-    tiers.push_back({{"name", t.name},
-                     {"kind", t.kind},
-                     {"items", t.items},
-                     {"hits", t.hits - b.hits},
-                     {"hit_share", d.hits ? double(t.hits - b.hits) / double(d.hits) : 0.0},
-                     {"evictions", t.evictions - b.evictions},
-                     {"background_evictions", t.background_evictions - b.background_evictions},
-                     {"demotions", t.demotions - b.demotions},
-                     {"promotions", t.promotions - b.promotions}});
+  for (const TierStats& t : d.tiers) {
+    json o = {{"name", t.name}, {"kind", t.kind}};
+    for (const MetricDesc& m : metricTable()) {
+      if (m.tier) o[m.name] = t.*m.tier;
+    }
+    o["hit_share"] = d.hits ? double(t.hits) / double(d.hits) : 0.0;
+    tiers.push_back(std::move(o));
   }
+  json cache = {{"tiers", tiers}};
+  for (const MetricDesc& m : metricTable()) {
+    if (m.cache) cache[m.name] = d.*m.cache;
+  }
+  cache["alloc_success_ratio"] = d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0;
+  cache["background_evictor_runs"] = d.background_evictor.runs;
+  cache["hit_ratio"] = d.gets ? double(d.hits) / double(d.gets) : 0.0;
+  cache["miss_ratio"] = r.ops.gets ? 1.0 - double(r.ops.get_hits) / double(r.ops.gets) : 0.0;
+  cache["byte_miss_ratio"] = r.ops.get_bytes ? 1.0 - double(r.ops.get_hit_bytes) / double(r.ops.get_bytes) : 0.0;
+  cache["misses_stored_ratio"] =
+      r.ops.lookaside_sets ? double(r.ops.lookaside_stored) / double(r.ops.lookaside_sets) : 0.0;
+  json ages = json::array();
+  for (const ClassStats& c : r.after.classes) {
+    if (c.evictions + c.background_evictions > 0)
+      ages.push_back(
+          {{"tier", c.tier}, {"class", c.class_id}, {"alloc_size", c.alloc_size}, {"median_ms", c.eviction_age_ms}});
+  }
+  cache["eviction_age_ms"] = ages;
+  cache["item_header_bytes"] = r.after.item_header_bytes;
+  cache["index_bytes_per_item"] = r.after.index_bytes_per_item;
   json j = {
       {"workload", json::parse(config.toJson())},
-      {"cache",
-       {{"tiers", tiers},
-        {"items", r.after.items},
-        {"alloc_attempts", d.alloc_attempts},
-        {"alloc_success", d.alloc_success},
-        {"alloc_success_ratio", d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0},
-        {"evictions", d.evictions},
-        {"background_evictions", d.background_evictions},
-        {"background_evictor_runs", d.background_runs},
-        {"demotions", d.demotions},
-        {"promotions", d.promotions},
-        {"expired", d.expired},
-        {"reaped", d.reaped},
-        {"gets", d.gets},
-        {"hits", d.hits},
-        {"hit_ratio", d.gets ? double(d.hits) / double(d.gets) : 0.0},
-        {"miss_ratio", r.ops.gets ? 1.0 - double(r.ops.get_hits) / double(r.ops.gets) : 0.0},
-        {"byte_miss_ratio", r.ops.get_bytes ? 1.0 - double(r.ops.get_hit_bytes) / double(r.ops.get_bytes) : 0.0},
-        {"misses_stored_ratio",
-         r.ops.lookaside_sets ? double(r.ops.lookaside_stored) / double(r.ops.lookaside_sets) : 0.0},
-        {"eviction_age_ms", [&] {
-           json a = json::array();
-           for (const ClassStats& c : r.after.classes) {
-             if (c.evictions + c.background_evictions > 0)
-               a.push_back({{"tier", c.tier}, {"class", c.class_id}, {"alloc_size", c.alloc_size},
-                            {"median_ms", c.eviction_age_ms}});
-           }
-           return a;
-         }()},
-        {"item_header_bytes", r.after.item_header_bytes},
-        {"index_bytes_per_item", r.after.index_bytes_per_item},
-        {"metadata_bytes", r.after.metadata_bytes}}},
+      {"cache", cache},
       {"ops",
        {{"get", op(r.ops.gets, r.ops.get_hits)},
         {"set", op(r.ops.sets, r.ops.set_success)},

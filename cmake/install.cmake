@@ -16,12 +16,33 @@ install(TARGETS tiercache EXPORT tiercacheTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-foreach(dir ${TIERCACHE_COMPONENTS})
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache/${dir}
-    FILES_MATCHING PATTERN "*.h")
+# The public headers: tiercache.h and every project header it includes,
+# followed transitively (the parts' own headers are not API and stay in the
+# source tree). Computed, so that a header the API starts to include is
+# installed without a second list to keep in step.
+set(_todo tiercache.h)
+set(TIERCACHE_PUBLIC_HEADERS "")
+while(_todo)
+  list(POP_FRONT _todo _h)
+  if(_h IN_LIST TIERCACHE_PUBLIC_HEADERS)
+    continue()
+  endif()
+  list(APPEND TIERCACHE_PUBLIC_HEADERS ${_h})
+  file(STRINGS ${PROJECT_SOURCE_DIR}/${_h} _lines REGEX "^#include \"")
+  get_filename_component(_dir ${_h} DIRECTORY)
+  foreach(_line ${_lines})
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" _inc "${_line}")
+    if(_dir)
+      set(_inc "${_dir}/${_inc}")
+    endif()
+    cmake_path(NORMAL_PATH _inc)
+    list(APPEND _todo ${_inc})
+  endforeach()
+endwhile()
+foreach(_h ${TIERCACHE_PUBLIC_HEADERS})
+  get_filename_component(_dir ${_h} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${_h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache/${_dir})
 endforeach()
-install(FILES ${PROJECT_SOURCE_DIR}/tiercache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache)
 
 install(EXPORT tiercacheTargets
   NAMESPACE tiercache::

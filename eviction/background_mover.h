@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "background_strategy.h"
-#include "periodic_worker.h"
+#include "../common/periodic_worker.h"
 
 namespace tiercache {
 

@@ -1,7 +1,5 @@
 #include "eviction_policy.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -81,14 +79,6 @@ uint32_t EvictionAgeHistogram::medianMs() const {
     if (2 * seen >= n) return b == 0 ? 0 : static_cast<uint32_t>((uint64_t{1} << b) - 1);
   }
   return UINT32_MAX;
-}
-
-uint32_t coarseNowMs() {
-  // CLOCK_MONOTONIC_COARSE is a vDSO read with no syscall: cheap enough for
-  // every hit; its few-ms resolution is plenty for LRU refresh intervals.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint32_t>(static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u);
 }
 
 }  // namespace tiercache

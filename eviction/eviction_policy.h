@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/clock.h"
+
 namespace tiercache {
 
 // 12 bytes inside every item. prev/next are guarded by the list lock; meta
@@ -156,8 +158,5 @@ std::unique_ptr<EvictionPolicy> makeEvictionPolicy(const EvictionPolicyOptions& 
                                                    const HookResolver& resolver);
 // The registered names, in table order ("lru", "clock", "s3fifo", "wtinylfu").
 std::vector<std::string> evictionPolicyNames();
-
-// Monotonic milliseconds, cheap (coarse clock); wraps at 2^29 in the hook.
-uint32_t coarseNowMs();
 
 }  // namespace tiercache

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+
+#include "../common/log.h"
 
 namespace tiercache {
 
@@ -47,38 +47,6 @@ std::string nodeListString(const std::vector<unsigned>& nodes) {
     out += std::to_string(n);
   }
   return out;
-}
-
-// ---- warnings ------------------------------------------------------------
-
-namespace {
-
-std::mutex& sinkMutex() {
-  static std::mutex m;
-  return m;
-}
-
-WarningSink& sinkSlot() {
-  static WarningSink sink;  // empty: stderr
-  return sink;
-}
-
-}  // namespace
-
-WarningSink setWarningSink(WarningSink sink) {
-  std::lock_guard<std::mutex> lock(sinkMutex());
-  WarningSink old = std::move(sinkSlot());
-  sinkSlot() = std::move(sink);
-  return old;
-}
-
-void logWarning(const std::string& text) {
-  std::lock_guard<std::mutex> lock(sinkMutex());
-  if (sinkSlot()) {
-    sinkSlot()(text);
-  } else {
-    std::fprintf(stderr, "tiercache: warning: %s\n", text.c_str());
-  }
 }
 
 // ---- hwloc helpers -------------------------------------------------------

@@ -117,12 +117,4 @@ class Topology {
 // "0,2,3" for messages.
 std::string nodeListString(const std::vector<unsigned>& nodes);
 
-// Advisory warnings (failed advisory bindings, ...) go to this sink;
-// the default writes "tiercache: warning: <text>" to stderr. Tests inject a
-// sink to capture them. Returns the previous sink. Thread-safe: the sink
-// is called under a lock, so it must not call logWarning() itself.
-using WarningSink = std::function<void(const std::string&)>;
-WarningSink setWarningSink(WarningSink sink);
-void logWarning(const std::string& text);
-
 }  // namespace tiercache

@@ -705,6 +705,18 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
       stat(p + "demotions", t.demotions);
       stat(p + "promotions", t.promotions);
     }
+  } else if (r.statsArgs == "cache") {
+    // Every row of the cache's counter tables (cache_stats.h), under its own
+    // name: the whole cache, then tier:<n>:<name> per tier.
+    for (const MetricDesc& m : metricTable()) {
+      if (m.cache) stat(m.name, cs.*m.cache);
+    }
+    for (const TierStats& t : cs.tiers) {
+      const std::string p = "tier:" + std::to_string(t.tier) + ":";
+      for (const MetricDesc& m : metricTable()) {
+        if (m.tier) stat(p + m.name, t.*m.tier);
+      }
+    }
   } else if (r.statsArgs == "settings") {
     stat("maxconns", static_cast<uint64_t>(config_.max_conns));
     stat("tcpport", static_cast<uint64_t>(config_.port));

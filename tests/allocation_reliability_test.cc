@@ -12,7 +12,7 @@
 
 #include "allocator/cache.h"
 #include "allocator/item.h"
-#include "eviction/periodic_worker.h"
+#include "common/periodic_worker.h"
 #include "test_util.h"
 
 namespace tiercache {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "numa/topology.h"
+#include "common/log.h"
 
 namespace tiercache::test {
 

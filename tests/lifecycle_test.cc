@@ -617,16 +617,23 @@ TEST(Lifecycle, CallbacksExactlyOncePerDepartureUnderStress) {
     // Every stored item is either still live or reported exactly once.
     // The background evictor may still be restoring its watermark after the
     // threads stop: walk until no callback ran during the walk, so that
-    // "live" and "reported" describe one moment.
+    // "live" and "reported" describe one moment, and until every callback
+    // counted has also finished (one counted but still running, or waiting
+    // for `mu`, is not in `reported` yet).
     std::set<uint32_t> live;
     for (int tries = 0; tries < 100; ++tries) {
       const uint64_t before = cache.stats().remove_callbacks;
       live.clear();
       cache.forEachItem([&](const ReadHandle& h) { live.insert(h.flags()); });
-      if (cache.stats().remove_callbacks == before) break;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (cache.stats().remove_callbacks == before && reported.size() + duplicates.load() == before) break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::lock_guard<std::mutex> g(mu);
+    // Not held across checkConsistency(): it stops the background evictor,
+    // which may be inside a callback waiting for this lock.
+    std::unique_lock<std::mutex> g(mu);
     size_t missing = 0, both = 0;
     for (auto& [id, kind] : storedKind) {
       const bool isLive = live.count(id) > 0;
@@ -652,6 +659,7 @@ TEST(Lifecycle, CallbacksExactlyOncePerDepartureUnderStress) {
     EXPECT_NEAR(double(replacedCb), double(s.replaces), s.replaces / 500.0 + 2);
     EXPECT_GT(evictedCb, 0u);
     EXPECT_EQ(cache.stats().remove_callbacks, reported.size() + duplicates.load());
+    g.unlock();
     EXPECT_EQ(cache.checkConsistency(), "");
   }
   EXPECT_EQ(duplicates.load(), 0u);

@@ -41,7 +41,7 @@ class SlabAllocatorTest : public ::testing::Test {
   static constexpr uint64_t kSlab = 64 << 10;
   SlabAllocatorTest()
       : tier_("dram", 8 * kSlab), table_(kSlab, 10, 8),
-        alloc_(0, tier_, table_, 0, {{"a", 0.5}, {"b", 0.5}}, {64, 256, 1024}, EvictionPolicyOptions{}) {}
+        alloc_(0, tier_, nullptr, table_, 0, {{"a", 0.5}, {"b", 0.5}}, {64, 256, 1024}, EvictionPolicyOptions{}) {}
   DramTier tier_;
   SlabTable table_;
   SlabAllocator alloc_;

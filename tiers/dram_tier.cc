@@ -6,7 +6,8 @@
 #include <cstring>
 
 #include "../numa/topology.h"
-#include "huge_mapping.h"
+#include "../common/huge_mapping.h"
+#include "../common/log.h"
 
 namespace tiercache {
 

@@ -24,25 +24,43 @@ std::optional<TierKind> tierKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
-std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, const PersistentOpenOptions& persistence) {
+namespace {
+
+// The checks every opening makes: cfg.size rounded down to slabSize, refused
+// below one slab; a file's pages are placed by the file system, not by a
+// binding. Returns the rounded size.
+uint64_t checkedSize(const TierConfig& cfg, uint64_t slabSize) {
   const uint64_t size = slabSize ? cfg.size / slabSize * slabSize : cfg.size;
   if (size == 0) {
     throw TierError(cfg.name, "size " + std::to_string(cfg.size) + " is smaller than one slab (" +
                                   std::to_string(slabSize) + " bytes)");
   }
+  if (cfg.kind == TierKind::kPmemFile && !cfg.nodes.empty()) {
+    throw TierError(cfg.name, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
+  }
+  return size;
+}
+
+}  // namespace
+
+std::unique_ptr<PersistentTier> openPersistentTier(const TierConfig& cfg, uint64_t slabSize,
+                                                   const PersistentOpenOptions& persistence) {
+  if (cfg.kind != TierKind::kPmemFile || !cfg.persistent) {
+    throw TierError(cfg.name, "only a pmem-file tier with 'persistent' set opens as a persistent tier");
+  }
+  checkedSize(cfg, slabSize);
+  PersistentOpenOptions options = persistence;
+  options.rebuildOnMismatch = options.rebuildOnMismatch || cfg.rebuild_on_mismatch;
+  return std::make_unique<PersistentPmemTier>(cfg, slabSize, options);
+}
+
+std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, const PersistentOpenOptions& persistence) {
+  const uint64_t size = checkedSize(cfg, slabSize);
   switch (cfg.kind) {
     case TierKind::kDram:
       return std::make_unique<DramTier>(cfg.name, size, cfg.nodes, cfg.bind_policy);
     case TierKind::kPmemFile:
-      if (!cfg.nodes.empty()) {
-        // A file's pages are placed by the file system, not by a binding.
-        throw TierError(cfg.name, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
-      }
-      if (cfg.persistent) {
-        PersistentOpenOptions options = persistence;
-        options.rebuildOnMismatch = options.rebuildOnMismatch || cfg.rebuild_on_mismatch;
-        return std::make_unique<PersistentPmemTier>(cfg, slabSize, options);
-      }
+      if (cfg.persistent) return openPersistentTier(cfg, slabSize, persistence);
       return std::make_unique<PmemFileTier>(cfg.name, cfg.path, size);
     case TierKind::kDaxKmem:
       return std::make_unique<DaxKmemTier>(cfg.name, size, cfg.nodes);

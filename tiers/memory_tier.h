@@ -108,5 +108,11 @@ class PersistentTier : public MemoryTier {
 // `persistence` applies to tiers with cfg.persistent set.
 std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize,
                                      const PersistentOpenOptions& persistence = {});
+// The same for a tier the config makes persistent (a pmem-file tier with
+// cfg.persistent), typed: the cache's persistence part keeps the
+// PersistentTier reference from here on instead of casting. Throws
+// TierError for any other config.
+std::unique_ptr<PersistentTier> openPersistentTier(const TierConfig& cfg, uint64_t slabSize,
+                                                   const PersistentOpenOptions& persistence);
 
 }  // namespace tiercache

@@ -24,6 +24,13 @@ if(STEP STREQUAL "install")
       message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
     endif()
   endforeach()
+  # Only the public API is installed: the parts' own headers stay in the tree.
+  foreach(f allocator/cache_counters.h allocator/stats_collector.h allocator/movers.h allocator/cache_persistence.h
+            allocator/sharded_counter.h common/log.h)
+    if(EXISTS ${PREFIX}/include/tiercache/${f})
+      message(FATAL_ERROR "installed, but not a public header: ${f}")
+    endif()
+  endforeach()
 
 elseif(STEP STREQUAL "cmake")
   set(build ${WORK_DIR}/cmake)

@@ -148,6 +148,10 @@ class Basic(unittest.TestCase):
         tiers = c.stats("tiers")
         self.assertEqual(tiers[b"tier:0:name"], b"dram")
         self.assertEqual(tiers[b"tier:1:kind"], b"pmem-file")
+        # "stats cache": every row of the counter tables, cache and per tier.
+        cache = c.stats("cache")
+        for name in (b"gets", b"hits", b"demotions", b"alloc_attempts", b"metadata_bytes", b"tier:0:hits", b"tier:1:mapped_bytes"):
+            self.assertIn(name, cache)
         slabs = c.stats("slabs")
         self.assertIn(b"active_slabs", slabs)
         items = c.stats("items")
