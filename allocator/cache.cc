@@ -36,6 +36,7 @@ std::atomic<uint64_t> gPinsAtDestruction{0};
 Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hooks_(hooks) {
   config_.normalize();
   config_.validate();
+  deferFrees_ = config_.background_eviction.enabled;
   // Auto tiers, ratio-sized tiers and pathless pmem-file tiers are made
   // concrete by the planner from this machine's topology.
   const bool needsPlan = std::any_of(config_.tiers.begin(), config_.tiers.end(), [](const TierConfig& t) {
@@ -312,7 +313,19 @@ void Cache::release(Item* item, CompressedRef ref) {
 
 void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
-CacheStats Cache::stats() const { return stats_->collect(); }
+void Cache::drainDeferredFrees() const {
+  for (const auto& a : allocs_) {
+    for (uint32_t p = 0; p < a->poolCount(); ++p) {
+      for (uint32_t c = 0; c < a->classCount(); ++c) a->cls(p, c).drainDeferred();
+    }
+  }
+}
+
+CacheStats Cache::stats() const {
+  // Items are counted from the policies: deferred frees leave first.
+  drainDeferredFrees();
+  return stats_->collect();
+}
 
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
@@ -327,6 +340,7 @@ std::string Cache::checkConsistency() const {
       if (reaperOn) r.start();
     }
   } restart{*movers_, *reaper_, config_.reaper.enabled};
+  drainDeferredFrees();
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

@@ -249,6 +249,13 @@ class Cache final : private ItemFate {
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.
   void freeOwned(CompressedRef ref);
+  // Frees every class's deferred items (a quiescent check, stats).
+  void drainDeferredFrees() const;
+  // With background eviction on, a replacing set leaves the old item's free
+  // (out of its policy, onto the free list) to a batch: the evictor drains
+  // every class's deferred frees each run, and an allocation that finds no
+  // free slot drains its class first (docs/design.md, "Deferred frees").
+  bool deferFrees_ = false;
   // An item meant for `tier` may be stored in a lower tier instead: not
   // when a durable set targets a persistent tier.
   bool maySpillBelow(uint32_t tier) const;

@@ -103,8 +103,13 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
     // The common replace, no callback: old and new in one class, one
     // policy-lock hold. (notifyRemoved only counts an expired one here.)
     if (out.oldDead) notifyRemoved(*table_->item(out.old), RemoveCause::kExpired);
-    ac->policy().addAndRemove(ref.raw(), out.old.raw());
-    ac->pushFree(out.old);
+    if (deferFrees_) {
+      ac->policy().add(ref.raw());
+      ac->deferFree(out.old);
+    } else {
+      ac->policy().addAndRemove(ref.raw(), out.old.raw());
+      ac->pushFree(out.old);
+    }
     return out;
   }
   ac->policy().add(ref.raw());
@@ -119,7 +124,11 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
       release(old, out.old);
     } else if (out.ownedOld) {
       if (out.oldDead) notifyRemoved(*old, RemoveCause::kExpired);
-      freeOwned(out.old);
+      if (deferFrees_) {
+        table_->owner(out.old)->deferFree(out.old);
+      } else {
+        freeOwned(out.old);
+      }
     }
     // Neither: a slab release claimed the old item and reports it.
   }

@@ -398,6 +398,7 @@ bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool i
   std::vector<CompressedRef> claimed;
   for (uint32_t donorId : a.pickDonors(pool, classId, idleOnly, kRebalanceDonorTries)) {
     AllocationClass& donor = a.cls(pool, donorId);
+    donor.drainDeferred();  // a deferred item would keep its slab from release
     claimed.clear();
     const uint32_t slab = donor.releaseSlab(claimed);
     if (slab == CompressedRef::kNull) continue;
@@ -548,7 +549,11 @@ AllocationClass& Movers::classAt(size_t cls) const {
 }
 
 ClassUsage Movers::usage(size_t cls) const {
-  const AllocationClass& ac = classAt(cls);
+  AllocationClass& ac = classAt(cls);
+  // Each look frees the class's deferred items in one batch (every class,
+  // the last tier's too: replaced items there are only freed here or by an
+  // allocation that finds no free slot).
+  ac.drainDeferred();
   ClassUsage u;
   // The last tier of several only drops: keeping it partly empty would cost
   // hit ratio and buy nothing, since demotions into it evict as they go (in

@@ -74,6 +74,7 @@ size_t AllocationClass::allocateSlots(size_t n, CompressedRef* out) {
 }
 
 CompressedRef AllocationClass::popFreeLocked() {
+  if (freeHead_ == CompressedRef::kNull && hasDeferred()) drainDeferredLocked();
   if (freeHead_ != CompressedRef::kNull) {
     const CompressedRef ref(freeHead_);
     Item* it = table_.item(ref);
@@ -101,6 +102,47 @@ void AllocationClass::pushFree(CompressedRef ref) {
   it->hashNext = freeHead_;
   freeHead_ = ref.raw();
   ++freeCount_;
+}
+
+void AllocationClass::deferFree(CompressedRef ref) {
+  Item* it = table_.item(ref);
+  uint32_t head = deferredHead_.load(std::memory_order_relaxed);
+  do {
+    it->hashNext = head;
+  } while (!deferredHead_.compare_exchange_weak(head, ref.raw(), std::memory_order_release, std::memory_order_relaxed));
+}
+
+size_t AllocationClass::drainDeferred() {
+  if (!hasDeferred()) return 0;
+  std::lock_guard<std::mutex> g(lock_);
+  return drainDeferredLocked();
+}
+
+// Under the class lock, so that an allocation never finds the free list
+// empty while another thread holds drained slots on their way to it (it
+// would evict for nothing). Class lock -> policy lock is the allowed order.
+size_t AllocationClass::drainDeferredLocked() {
+  uint32_t r = deferredHead_.exchange(CompressedRef::kNull, std::memory_order_acquire);
+  constexpr size_t kChunk = 64;
+  uint32_t refs[kChunk];
+  size_t total = 0;
+  while (r != CompressedRef::kNull) {
+    size_t n = 0;
+    for (; n < kChunk && r != CompressedRef::kNull; ++n) {
+      refs[n] = r;
+      r = table_.item(CompressedRef(r))->hashNext;
+    }
+    policy_->removeBatch(refs, n);
+    for (size_t i = 0; i < n; ++i) {
+      Item* it = table_.item(CompressedRef(refs[i]));
+      it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+      it->hashNext = freeHead_;
+      freeHead_ = refs[i];
+    }
+    freeCount_ += n;
+    total += n;
+  }
+  return total;
 }
 
 void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {

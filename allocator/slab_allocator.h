@@ -126,6 +126,16 @@ class AllocationClass {
     policy_->remove(ref.raw());
     pushFree(ref);
   }
+  // freeOwned later, in a batch: the item (exclusively owned, kExclusive,
+  // maybe still in the eviction list) goes onto a lock-free list through
+  // its hashNext; drainDeferred() frees everything there with one
+  // class-lock and one policy-lock hold per 64, and an allocation that
+  // finds the free list empty drains first. While deferred an item is
+  // unclaimable (kExclusive): eviction skips it, slab release skips its slab.
+  void deferFree(CompressedRef ref);
+  // Frees the deferred items; returns how many.
+  size_t drainDeferred();
+  bool hasDeferred() const { return deferredHead_.load(std::memory_order_relaxed) != CompressedRef::kNull; }
   // Takes a newly assigned slab (its allocSize and owner already set).
   void addSlab(uint32_t slab);
   // Takes a slab found in a persistent tier at start-up: fully carved; the
@@ -162,6 +172,7 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
+  size_t drainDeferredLocked();
   uint32_t carvedLocked(uint32_t slab) const;
   // Gives up claims [from, end) of `claimed` after a pin was found: items
   // still published become claimable again; one unpublished meanwhile (a
@@ -183,6 +194,9 @@ class AllocationClass {
   uint32_t carveNext_ = 0;             // next uncarved slot in carve_.back()
   uint32_t freeHead_ = CompressedRef::kNull;
   uint64_t freeCount_ = 0;
+  // deferFree's list (pushed with a CAS, taken whole with an exchange, so
+  // no ABA); on its own line: writers of other threads push here.
+  alignas(64) std::atomic<uint32_t> deferredHead_{CompressedRef::kNull};
 };
 
 

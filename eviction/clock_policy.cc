@@ -18,8 +18,17 @@ void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
 }
 
 bool ClockPolicy::remove(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
+  return removeLocked(ref);
+}
+
+void ClockPolicy::removeBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
+}
+
+bool ClockPolicy::removeLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
   list_.unlink(ref);
   h.meta.store(0, std::memory_order_relaxed);

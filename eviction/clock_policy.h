@@ -21,6 +21,7 @@ class ClockPolicy final : public EvictionPolicy {
   void add(uint32_t ref) override;
   void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
+  void removeBatch(const uint32_t* refs, size_t n) override;
   bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
@@ -29,6 +30,7 @@ class ClockPolicy final : public EvictionPolicy {
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
 
  private:
+  bool removeLocked(uint32_t ref);  // lock_ held
   const HookResolver& r_;
   mutable std::mutex lock_;
   IntrusiveList list_;

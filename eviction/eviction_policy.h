@@ -113,6 +113,11 @@ class EvictionPolicy {
   }
   // Returns false if ref was not a member.
   virtual bool remove(uint32_t ref) = 0;
+  // Removes n refs as remove() would; a policy with a list lock takes it
+  // once for the whole batch (the default just loops).
+  virtual void removeBatch(const uint32_t* refs, size_t n) {
+    for (size_t i = 0; i < n; ++i) remove(refs[i]);
+  }
   // add(newRef) and remove(oldRef) as one step (a replacing set whose old
   // item is in the same class): a policy with a list lock takes it once.
   // Returns what remove(oldRef) would.

@@ -42,6 +42,11 @@ bool LruPolicy::remove(uint32_t ref) {
   return removeLocked(ref);
 }
 
+void LruPolicy::removeBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
+}
+
 bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   std::lock_guard<std::mutex> g(lock_);
   addLocked(newRef);

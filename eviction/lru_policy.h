@@ -36,6 +36,7 @@ class LruPolicy final : public EvictionPolicy {
   void add(uint32_t ref) override;
   void addBatch(const uint32_t* refs, size_t n) override;
   bool remove(uint32_t ref) override;
+  void removeBatch(const uint32_t* refs, size_t n) override;
   bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;

@@ -100,8 +100,17 @@ void S3FifoPolicy::add(uint32_t ref) {
 }
 
 bool S3FifoPolicy::remove(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
+  return removeLocked(ref);
+}
+
+void S3FifoPolicy::removeBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
+}
+
+bool S3FifoPolicy::removeLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
   ((meta & kMain) ? main_ : small_).unlink(ref);

@@ -75,6 +75,7 @@ class S3FifoPolicy final : public EvictionPolicy {
 
   void add(uint32_t ref) override;
   bool remove(uint32_t ref) override;
+  void removeBatch(const uint32_t* refs, size_t n) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
@@ -86,6 +87,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   size_t mainSize() const;
 
  private:
+  bool removeLocked(uint32_t ref);  // lock_ held
   const HookResolver& r_;
   const uint32_t smallPercent_;
   mutable std::mutex lock_;

@@ -71,8 +71,17 @@ void WTinyLfuPolicy::add(uint32_t ref) {
 }
 
 bool WTinyLfuPolicy::remove(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
   std::lock_guard<std::mutex> g(lock_);
+  return removeLocked(ref);
+}
+
+void WTinyLfuPolicy::removeBatch(const uint32_t* refs, size_t n) {
+  std::lock_guard<std::mutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
+}
+
+bool WTinyLfuPolicy::removeLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
   listOf(meta).unlink(ref);

@@ -239,6 +239,52 @@ TEST(MoversBatch, ForegroundBatchDemotesEveryEvictedItemWhenTheLowerTierHasRoom)
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+// With background eviction on, a replacing set defers the old item's free
+// to a batch. The deferred slots must come back: a full class whose every
+// key is replaced (same size class) needs no eviction at all, whoever drains
+// them (the allocation that finds no free slot, or the evictor's look), and
+// every value reads back.
+TEST(MoversDeferredFree, ReplacedSlotsAreReusedNotLostAndNothingIsEvicted) {
+  CacheConfig cfg = test::smallDramConfig(1 << 20, "lru", kSlab);
+  cfg.allocation.max_size = kSlab;
+  cfg.background_eviction.enabled = true;
+  cfg.background_eviction.low_watermark = 0;  // its strategy never evicts
+  cfg.background_eviction.high_watermark = 0;
+  cfg.background_eviction.min_batch = 1;
+  Cache cache(cfg);
+  // Fill until the first eviction would be needed: keys in one size class.
+  int n = 0;
+  for (;; ++n) {
+    const std::string key = "k" + std::to_string(n);
+    ASSERT_TRUE(cache.set(key, makeValue(key, 0, 400)));
+    const CacheStats s = cache.stats();
+    if (s.evictions + s.background_evictions > 0) break;
+  }
+  ASSERT_GT(n, 100);
+  // Replace only what is cached: a key evicted by the fill would be a new
+  // insert, which needs an eviction by right.
+  std::vector<std::string> cached;
+  for (int i = 0; i <= n; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    if (cache.get(key)) cached.push_back(key);
+  }
+  const CacheStats before = cache.stats();
+  ASSERT_EQ(cached.size(), before.items);
+  for (int round = 1; round <= 3; ++round) {
+    for (const std::string& key : cached) ASSERT_TRUE(cache.set(key, makeValue(key, round, 400))) << key;
+  }
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.evictions + after.background_evictions, before.evictions + before.background_evictions)
+      << "a replace found its slot through the deferred frees, not by evicting";
+  for (const std::string& key : cached) {
+    auto v = cache.get(key);
+    ASSERT_TRUE(v.has_value()) << key << " lost its place";
+    ASSERT_EQ(*v, makeValue(key, 3, 400)) << key;
+  }
+  EXPECT_EQ(after.items, before.items);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 // The batch follows the deficit or the slots consumed since the last look,
 // whichever is larger, within [min, max].
 TEST(FreeThresholdStrategyRate, BatchCoversWhatTheClassConsumedSinceTheLastLook) {
