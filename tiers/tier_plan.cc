@@ -238,9 +238,7 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
         c.path = req.pmem_dir;
         out.reason = "as configured, in the plan's pmem_dir";
       }
-      if (c.kind == TierKind::kPmemFile && !c.nodes.empty()) {
-        throw TierPlanError(i, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
-      }
+      if (const char* why = tierNodesProblem(c)) throw TierPlanError(i, std::string("'nodes' ") + why);
       checkNodes(i, c, topo);
     }
 
