@@ -94,7 +94,7 @@ size_t enumIndex(const Option& o, const Field& f) {
 
 class Parser {
  public:
-  explicit Parser(const Schema& s) : s_(s) {}
+  Parser(const Schema& s, std::set<std::string>* given) : s_(s), given_(given) {}
 
   void section(const Json& obj, uint8_t section, void* root, size_t index, const std::string& prefix) const {
     std::set<std::string_view> seen;
@@ -103,6 +103,7 @@ class Parser {
       const Option* opt = find(s_, section, key);
       if (!opt) throw ConfigError(path, "unknown key" + suggestion(key, keysOf(s_, section)));
       seen.insert(opt->name);
+      if (given_) given_->insert(keyPath(s_, *opt));
       this->value(*opt, value, root, index, path);
     }
     for (const Option& o : s_.options) {
@@ -161,7 +162,9 @@ class Parser {
       case Type::kObject:
         if (v.is_string() && !o.shorthand.empty()) {
           // Reported at the object's own path: the user wrote no inner key.
-          this->value(*find(s_, o.child, o.shorthand), v, root, index, path);
+          const Option& inner = *find(s_, o.child, o.shorthand);
+          if (given_) given_->insert(keyPath(s_, inner));
+          this->value(inner, v, root, index, path);
           return;
         }
         if (!v.is_object()) typeError(path, o.shorthand.empty() ? "an object" : "a name or an object", v);
@@ -169,6 +172,7 @@ class Parser {
         return;
       case Type::kObjectList: {
         if (!v.is_array()) typeError(path, "an array of objects", v);
+        if (o.nonEmpty && v.empty()) throw ConfigError(path, "must not be empty when given");
         if (static_cast<double>(v.size()) > o.max) {
           throw ConfigError(path, std::to_string(v.size()) + " entries, at most " + formatNumber(o.max));
         }
@@ -222,6 +226,7 @@ class Parser {
       }
       case Type::kRealList: {
         if (!v.is_array()) typeError(path, "an array of numbers", v);
+        if (o.nonEmpty && v.empty()) throw ConfigError(path, "must not be empty when given");
         std::vector<double>& out = *std::get<std::vector<double>*>(f);
         out.clear();
         for (size_t k = 0; k < v.size(); ++k) out.push_back(real(v[k], indexed(path, k)));
@@ -243,6 +248,7 @@ class Parser {
   }
 
   const Schema& s_;
+  std::set<std::string>* given_;
 };
 
 // nlohmann keeps the last of two equal keys silently; a config with a key
@@ -387,7 +393,6 @@ void validateOption(const Schema& s, const Option& o, const void* root, size_t i
       if (static_cast<double>(n) > o.max) {
         throw ConfigError(path, std::to_string(n) + " entries, at most " + formatNumber(o.max));
       }
-      if (o.nonEmpty && n == 0) throw ConfigError(path, "must not be empty");
       for (size_t k = 0; k < n; ++k) validateSection(s, o.child, root, k, indexed(path, k));
       break;
     }
@@ -397,7 +402,6 @@ void validateOption(const Schema& s, const Option& o, const void* root, size_t i
       if (auto* p = std::get_if<uint32_t*>(&f)) checkNumber(o, **p, **p, path);
       if (auto* p = std::get_if<double*>(&f)) checkReal(o, **p, path);
       if (auto* p = std::get_if<std::vector<uint32_t>*>(&f)) {
-        if (o.nonEmpty && (*p)->empty()) throw ConfigError(path, "must not be empty");
         for (size_t k = 0; k < (*p)->size(); ++k) checkNumber(o, (**p)[k], (**p)[k], indexed(path, k));
       }
       if (auto* p = std::get_if<std::vector<double>*>(&f)) {
@@ -530,7 +534,7 @@ std::string validText(const Option& o) {
   if (!range.empty()) parts.push_back((each ? "each " : "") + range);
   if (o.multipleOf) parts.push_back("multiple of " + std::to_string(o.multipleOf));
   if (o.powerOfTwo) parts.push_back("power of two");
-  if (o.nonEmpty) parts.push_back("not empty");
+  if (o.nonEmpty) parts.push_back(o.type == Type::kString ? "not empty" : "not empty when given");
   if (!o.rule.empty()) parts.push_back(std::string(o.rule));
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
@@ -596,7 +600,7 @@ std::string suggestion(std::string_view given, const std::vector<std::string_vie
   return "";
 }
 
-void parse(const Schema& schema, std::string_view document, void* root) {
+void parse(const Schema& schema, std::string_view document, void* root, std::set<std::string>* given) {
   DocumentChecker checker;
   const Json doc = parseJson(document, checker);
   if (schema.root.empty()) {
@@ -612,7 +616,7 @@ void parse(const Schema& schema, std::string_view document, void* root) {
     if (!dup.empty()) throw ConfigError(dup, "key appears more than once");
   }
   if (!doc.is_object()) typeError("", "a JSON object at the top level", doc);
-  const Parser parser(schema);
+  const Parser parser(schema, given);
   if (schema.root.empty()) {
     parser.section(doc, 0, root, 0, "");
     return;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -91,7 +92,7 @@ struct Option {
   double max = kInf;
   uint32_t multipleOf = 0;
   bool powerOfTwo = false;
-  bool nonEmpty = false;  // kString: not ""; lists: at least one element
+  bool nonEmpty = false;  // kString: not "" (validate()); lists: not [] when given (parser)
   std::vector<std::string_view> choices = {};  // kEnum
   std::string_view rule = {};
   CheckFn check = nullptr;
@@ -121,7 +122,10 @@ struct Schema {
 // column, keys given twice, NUL in keys, nesting deeper than kMaxJsonDepth,
 // arrays longer than kMaxJsonArray, numbers out of range, unknown keys,
 // wrong types, missing required keys. Bounds and rules are validate()'s.
-void parse(const Schema& schema, std::string_view document, void* root);
+// `given`, if not null, receives the key path (as keyPath() writes it,
+// "workload.popularity.alpha") of every row the document sets, for the
+// few rules about what was written rather than what it means.
+void parse(const Schema& schema, std::string_view document, void* root, std::set<std::string>* given = nullptr);
 // Bounds and rules of every row, in table order; throws the first ConfigError.
 void validate(const Schema& schema, const void* root);
 // Every row (but kIgnored) as JSON, in table order.

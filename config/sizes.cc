@@ -2,19 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <iterator>
 #include <limits>
 
 namespace tiercache {
 namespace {
-
-struct Unit {
-  std::string_view name;
-  uint64_t mult;
-};
-// Largest first: the formatters take the first that fits.
-constexpr Unit kUnits[] = {{"TiB", kTiB}, {"GiB", kGiB}, {"MiB", kMiB}, {"KiB", kKiB}, {"B", 1}};
 
 // A user's value quoted in a message, cut short so one bad value cannot
 // flood a log line.
@@ -57,7 +49,7 @@ uint64_t parseSize(std::string_view text, const std::string& path) {
   if (i + 1 < text.size() && text[i] == ' ') ++i;  // "1.5 GiB" reads as well as "1.5GiB"
   const std::string_view unit = text.substr(i);
   uint64_t mult = unit.empty() ? 1 : 0;
-  for (const Unit& u : kUnits) {
+  for (const SizeUnit& u : kSizeUnits) {
     if (unit == u.name) mult = u.mult;
   }
   if (mult == 0) {
@@ -69,7 +61,7 @@ uint64_t parseSize(std::string_view text, const std::string& path) {
                  "iB' for powers of 1024");
     }
     std::string hint;
-    for (const Unit& u : kUnits) {
+    for (const SizeUnit& u : kSizeUnits) {
       if (lower(u.name) == low) hint = " (did you mean '" + std::string(u.name) + "'?)";
     }
     throw fail("unknown unit " + quoted(unit) + "; use B, KiB, MiB, GiB or TiB" + hint);
@@ -79,25 +71,6 @@ uint64_t parseSize(std::string_view text, const std::string& path) {
   const unsigned __int128 bytes = whole * mult + fracBytes / fracScale;
   if (bytes > std::numeric_limits<uint64_t>::max()) throw fail("too large (at most 2^64-1 bytes)");
   return static_cast<uint64_t>(bytes);
-}
-
-std::string formatSize(uint64_t bytes) {
-  for (const Unit& u : kUnits) {
-    if (bytes != 0 && bytes % u.mult == 0) return std::to_string(bytes / u.mult) + std::string(u.name);
-  }
-  return "0B";
-}
-
-std::string formatSizeApprox(uint64_t bytes) {
-  for (const Unit& u : kUnits) {
-    if (bytes < u.mult) continue;
-    if (bytes % u.mult == 0) return std::to_string(bytes / u.mult) + std::string(u.name);
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.2f%s", static_cast<double>(bytes) / static_cast<double>(u.mult),
-                  std::string(u.name).c_str());
-    return buf;
-  }
-  return "0B";
 }
 
 }  // namespace tiercache
