@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -126,6 +127,43 @@ TEST(WorkloadConfigTest, ErrorsNameTheKey) {
     EXPECT_NE(std::string(e.what()).find("JSON syntax error at line 1"), std::string::npos) << e.what();
   }
   EXPECT_THROW(WorkloadConfig::fromJsonFile("/nonexistent/tiercache.json"), ConfigError);
+}
+
+// The workload's rows are in the cache's schema engine: the same mistake
+// gets the cache's words.
+TEST(WorkloadConfigTest, SameWordingAsTheCache) {
+  auto reason = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const ConfigError& e) {
+      return e.reason();
+    }
+    return std::string("no error");
+  };
+  for (const std::string v : {R"("x")", "-3", "true", "[1]"}) {
+    SCOPED_TRACE(v);
+    EXPECT_EQ(reason([&] { WorkloadConfig::fromJsonString(R"({"workload":{"threads":)" + v + "}}"); }),
+              reason([&] {
+                CacheConfig::fromJsonString(R"({"tiers":[{"name":"t","size":"64MiB"}],"index":{"bucket_power":)" + v +
+                                            "}}");
+              }));
+  }
+  EXPECT_EQ(reason([] { WorkloadConfig::fromJsonString(R"({"workload":{"thread":2}})"); }),
+            "unknown key (did you mean 'threads'?)");
+}
+
+// What the bench always accepted stays accepted: counts and sizes written as
+// JSON numbers without a fraction, a distribution's own parameters.
+TEST(WorkloadConfigTest, OldInputsStillParse) {
+  const WorkloadConfig w = WorkloadConfig::fromJsonString(
+      R"({"workload":{"ops_per_thread":1e6,"value_size":[64,4096.0],"popularity":{"distribution":"zipf","alpha":0.9}}})");
+  EXPECT_EQ(w.ops_per_thread, 1000000u);
+  EXPECT_EQ(w.value_size.max, 4096u);
+  expectError(R"({"seed": 1.5})", "workload.seed", "1.5 is not a whole number");
+  // A parameter of another distribution is refused when written, even at its default.
+  expectError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
+              "only applies to the zipf distribution");
+  EXPECT_EQ(popularityName(PopularityKind::kPiecewise), std::string("piecewise"));
 }
 
 TEST(KeySpaceTest, KeysAreUniqueWithinRangeAndStable) {
