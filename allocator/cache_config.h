@@ -1,7 +1,8 @@
 // CacheConfig: everything that shapes a Cache, read from JSON or built in code.
 //
 // The JSON form mirrors these structs one to one (snake_case keys). Every
-// option is declared once in a table (cache_config.cc) from which the parser,
+// option is declared once, as a row of the schema engine's table
+// (config/schema.h; the rows are in cache_config.cc), from which the parser,
 // validate() and docs/configuration.md are derived; an unknown key, a wrong
 // type or an impossible value is a ConfigError naming the key path
 // (e.g. "tiers[1].size") and the reason.
@@ -11,36 +12,43 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "../config/config_error.h"
+#include "../config/schema.h"
+#include "../config/sizes.h"
+#include "../eviction/policy_names.h"
 #include "../tiers/tier_config.h"
 
 namespace tiercache {
 
-// Thrown for a bad config: path() is the JSON key path ("" for the whole
-// document, e.g. a syntax error), what() is "<path>: <reason>".
-class ConfigError : public std::runtime_error {
- public:
-  ConfigError(std::string path, const std::string& reason)
-      : std::runtime_error(path.empty() ? reason : path + ": " + reason), path_(std::move(path)) {}
-  const std::string& path() const noexcept { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Order = the option's choices = evictionPolicyName(): "lru", "clock",
-// "s3fifo", "wtinylfu" (eviction/eviction_policy.cc registers the same names).
 enum class EvictionPolicyKind : uint8_t {
   kLru,       // LRU with optional mid-point insertion
   kClock,     // FIFO with a second chance; hits take no lock
   kS3Fifo,    // small + main FIFO queues and a ghost; hits take no lock
   kWTinyLfu,  // window + SLRU main behind a TinyLFU admission filter
 };
+// The option's choices and evictionPolicyName(); checked against the
+// policies' registration order (eviction/policy_names.h), so a kind always
+// builds the policy of its name and nothing else.
+inline constexpr std::array<NameRow<EvictionPolicyKind>, 4> kEvictionPolicyKindNames = {
+    {{EvictionPolicyKind::kLru, "lru"},
+     {EvictionPolicyKind::kClock, "clock"},
+     {EvictionPolicyKind::kS3Fifo, "s3fifo"},
+     {EvictionPolicyKind::kWTinyLfu, "wtinylfu"}}};
+static_assert(isDenseNameTable(kEvictionPolicyKindNames, EvictionPolicyKind::kWTinyLfu));
+static_assert(
+    [] {
+      if (kEvictionPolicyKindNames.size() != kEvictionPolicyNames.size()) return false;
+      for (size_t i = 0; i < kEvictionPolicyNames.size(); ++i) {
+        if (kEvictionPolicyKindNames[i].name != kEvictionPolicyNames[i]) return false;
+      }
+      return true;
+    }(),
+    "EvictionPolicyKind names the registered policies, in registration order");
 const char* evictionPolicyName(EvictionPolicyKind kind);
 
 
@@ -116,6 +124,9 @@ enum class EvictorStrategyKind : uint8_t {
   kFreeThreshold,  // keep free space between low and high watermarks (percent of a class)
   kKeepFree,       // keep `keep_free` free slots per class
 };
+inline constexpr std::array<NameRow<EvictorStrategyKind>, 2> kEvictorStrategyNames = {
+    {{EvictorStrategyKind::kFreeThreshold, "free-threshold"}, {EvictorStrategyKind::kKeepFree, "keep-free"}}};
+static_assert(isDenseNameTable(kEvictorStrategyNames, EvictorStrategyKind::kKeepFree));
 
 struct BackgroundEvictionConfig {
   bool enabled = false;
@@ -179,14 +190,14 @@ struct CacheConfig {
   // valid in JSON, Prometheus labels and messages as they are.
   static constexpr size_t kMaxNameLength = 64;
   // JSON nesting the parser accepts (a config needs 4; workloads a few more).
-  static constexpr int kMaxJsonDepth = 64;
+  static constexpr int kMaxJsonDepth = config::kMaxJsonDepth;
   // Elements of any one JSON array: one more than the longest list allowed
   // (pools), so that list's own bound is the one reported. The parser's
   // callback mode (nlohmann 3.11) walks an array once per object that ends
   // in it, so this also bounds that quadratic cost (~1.5 s at the limit).
-  static constexpr size_t kMaxJsonArray = kMaxPools + 1;
+  static constexpr size_t kMaxJsonArray = config::kMaxJsonArray;
   // Largest config file read (readConfigFile); devices and FIFOs are refused.
-  static constexpr uint64_t kMaxConfigFileBytes = 4ull << 20;
+  static constexpr uint64_t kMaxConfigFileBytes = config::kMaxConfigFileBytes;
   // metadataBytes() may reach the tiers' capacity, or this much if larger.
   static constexpr uint64_t kMinMetadataBudget = 64ull << 20;
   // Upper bound of one (tier, pool, class)'s records: AllocationClass and
@@ -260,22 +271,15 @@ struct CacheConfig {
   friend bool operator==(const CacheConfig&, const CacheConfig&) = default;
 };
 
-// A config file's text: a regular file of at most kMaxConfigFileBytes
-// (devices such as /dev/zero, FIFOs and directories are refused); throws
-// ConfigError naming the file.
-std::string readConfigFile(const std::string& path);
-
-// "256MiB", "1GiB", "4096", "64KiB", "1.5GiB" -> bytes; throws ConfigError(path, ...)
-// Size syntax: digits with an optional fraction, then an optional unit B,
-// KiB, MiB, GiB or TiB (powers of 1024), e.g. "4096", "64KiB", "1.5GiB".
-// The result must be a whole number of bytes below 2^64. Decimal-looking
-// units (KB, MB, GB, k, M ...) are refused as ambiguous.
-uint64_t parseSize(std::string_view text, const std::string& path);
-// The inverse for display and toJson(): "4MiB", "1536KiB", "100B".
-std::string formatSize(uint64_t bytes);
+// A config file's text (config/schema.h): a regular file of at most
+// kMaxConfigFileBytes; throws ConfigError naming the file.
+using config::readConfigFile;
+// parseSize() and formatSize(): config/sizes.h.
 
 // Every config option (key path, type, default, valid values, description)
 // as a Markdown table: the source of the table in docs/configuration.md.
 std::string configOptionsMarkdown();
+// The option table itself, for tests and tools that walk every option.
+const config::Schema& cacheConfigSchema();
 
 }  // namespace tiercache

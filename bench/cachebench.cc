@@ -1,6 +1,7 @@
 #include "bench/cachebench.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -438,9 +439,11 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   take("evictorThreads", [&](const json& v, const std::string& p) { be.threads = count32(v, p); });
   take("backgroundEvictorStrategy", [&](const json& v, const std::string& p) {
     std::string s = text(v, p);
-    if (s == "free-threshold" || s.empty()) be.strategy = EvictorStrategyKind::kFreeThreshold;
-    else if (s == "keep-free") be.strategy = EvictorStrategyKind::kKeepFree;
-    else throw ConfigError(p, "\"" + s + "\" is not a strategy tiercache has (free-threshold or keep-free)");
+    // The names are the config's own (kEvictorStrategyNames); "" is cachebench's default.
+    const std::optional<EvictorStrategyKind> kind =
+        s.empty() ? EvictorStrategyKind::kFreeThreshold : valueOf(kEvictorStrategyNames, s);
+    if (!kind) throw ConfigError(p, "\"" + s + "\" is not a strategy tiercache has (free-threshold or keep-free)");
+    be.strategy = *kind;
   });
   take("lowEvictionAcWatermark", [&](const json& v, const std::string& p) { be.low_watermark = number(v, p); });
   take("highEvictionAcWatermark", [&](const json& v, const std::string& p) { be.high_watermark = number(v, p); });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 
 #include "eviction/frequency_sketch.h"
 
@@ -362,20 +363,38 @@ class WTinyLfuSim final : public SimCache {
   FrequencySketch sketch_;
 };
 
+// The reference policies, one row each: the only place a name maps to a
+// simulator (an unknown name is an error, never another policy).
+struct SimRow {
+  std::string_view name;
+  std::unique_ptr<SimCache> (*make)(size_t keys, uint64_t k);
+};
+constexpr SimRow kSims[] = {
+    {"lru", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<LruSim>(n, k, false); }},
+    {"fifo", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<LruSim>(n, k, true); }},
+    {"clock", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<ClockSim>(n, k, false); }},
+    {"sieve", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<ClockSim>(n, k, true); }},
+    {"arc", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<ArcSim>(n, k); }},
+    {"s3fifo", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<S3FifoSim>(n, k); }},
+    {"wtinylfu", [](size_t n, uint64_t k) -> std::unique_ptr<SimCache> { return std::make_unique<WTinyLfuSim>(n, k); }},
+};
+
 std::unique_ptr<SimCache> make(const std::string& name, size_t keys, uint64_t k) {
-  if (name == "lru") return std::make_unique<LruSim>(keys, k, false);
-  if (name == "fifo") return std::make_unique<LruSim>(keys, k, true);
-  if (name == "clock") return std::make_unique<ClockSim>(keys, k, false);
-  if (name == "sieve") return std::make_unique<ClockSim>(keys, k, true);
-  if (name == "arc") return std::make_unique<ArcSim>(keys, k);
-  if (name == "s3fifo") return std::make_unique<S3FifoSim>(keys, k);
-  if (name == "wtinylfu") return std::make_unique<WTinyLfuSim>(keys, k);
-  throw std::invalid_argument("unknown reference policy '" + name + "' (expected one of lru, fifo, clock, sieve, arc, s3fifo, wtinylfu)");
+  std::string known;
+  for (const SimRow& row : kSims) {
+    if (row.name == name) return row.make(keys, k);
+    known += (known.empty() ? "" : ", ") + std::string(row.name);
+  }
+  throw std::invalid_argument("unknown reference policy '" + name + "' (expected one of " + known + ")");
 }
 
 }  // namespace
 
-std::vector<std::string> referencePolicyNames() { return {"lru", "fifo", "clock", "sieve", "arc", "s3fifo", "wtinylfu"}; }
+std::vector<std::string> referencePolicyNames() {
+  std::vector<std::string> out;
+  for (const SimRow& row : kSims) out.emplace_back(row.name);
+  return out;
+}
 
 SimResult simulatePolicy(const std::string& name, const std::vector<SimRequest>& requests, uint64_t capacityObjects,
                          bool lookaside) {

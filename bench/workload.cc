@@ -1,10 +1,9 @@
+// WorkloadConfig: the rows of the "workload" object in the schema engine
+// (config/schema.h), its cross-field rules, and the pool arithmetic.
 #include "bench/workload.h"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <functional>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -14,302 +13,273 @@
 #include "allocator/cache.h"
 #include "allocator/cache_config.h"
 #include "bench/key_space.h"
+#include "config/schema.h"
 
 namespace tiercache::bench {
 
 namespace {
 
-using json = nlohmann::json;
+using config::Type;
 
-std::string typeName(const json& v) { return v.type_name(); }
+// Sections of the table.
+enum Section : uint8_t { kWorkload, kPopularity, kKeyBucket, kValueBucket };
 
-uint64_t parseUint(const json& v, const std::string& path) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer()) throw ConfigError(path, "must not be negative");
-  if (v.is_number_float()) {
-    double d = v.get<double>();
-    if (d >= 0 && d == std::floor(d) && d < 1.8e19) return static_cast<uint64_t>(d);
-    throw ConfigError(path, "must be a whole number >= 0");
+#define WL_FIELD(expr)                                          \
+  [](void* root, size_t i) -> config::Field {                   \
+    WorkloadConfig& c = *static_cast<WorkloadConfig*>(root);    \
+    (void)i;                                                    \
+    return expr;                                                \
   }
-  throw ConfigError(path, "must be an integer, not " + typeName(v));
-}
+#define WL_RULE(fn) config::rule<WorkloadConfig, fn>
 
-// A byte count: a number or a size string such as "4KiB".
-uint64_t parseBytes(const json& v, const std::string& path) {
-  if (v.is_string()) return parseSize(v.get<std::string>(), path);
-  if (v.is_number()) return parseUint(v, path);
-  throw ConfigError(path, "must be a size (number or string like \"4KiB\"), not " + typeName(v));
-}
+std::string indexed(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
-double parseDouble(const json& v, const std::string& path) {
-  if (!v.is_number()) throw ConfigError(path, "must be a number, not " + typeName(v));
-  double d = v.get<double>();
-  if (!std::isfinite(d)) throw ConfigError(path, "must be finite");
-  return d;
-}
+// ---- rules that involve more than one option
 
-bool parseBool(const json& v, const std::string& path) {
-  if (!v.is_boolean()) throw ConfigError(path, "must be true or false, not " + typeName(v));
-  return v.get<bool>();
-}
-
-// [min, max], or one size for both.
-SizeRange parseRange(const json& v, const std::string& path) {
-  if (v.is_array()) {
-    if (v.size() != 2) throw ConfigError(path, "must be [min, max]");
-    return SizeRange{parseBytes(v[0], path + "[0]"), parseBytes(v[1], path + "[1]")};
+// Each bucket inside its envelope (key_size / value_size, which the parser
+// sets from the buckets), and some weight somewhere.
+void checkBuckets(const std::vector<SizeBucket>& buckets, const SizeRange& envelope, const std::string& path) {
+  double total = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (buckets[i].range.min < envelope.min || buckets[i].range.max > envelope.max) {
+      throw ConfigError(indexed(path, i) + ".range", "lies outside the envelope (call updateEnvelopes())");
+    }
+    total += buckets[i].weight;
   }
-  uint64_t n = parseBytes(v, path);
-  return SizeRange{n, n};
+  if (!buckets.empty() && !(total > 0)) throw ConfigError(path, "the weights must not all be 0");
+}
+void checkKeyBuckets(const WorkloadConfig& c, size_t, const std::string& path) {
+  checkBuckets(c.key_size_buckets, c.key_size, path);
+}
+void checkValueBuckets(const WorkloadConfig& c, size_t, const std::string& path) {
+  checkBuckets(c.value_size_buckets, c.value_size, path);
 }
 
-PopularityKind parseKind(const json& v, const std::string& path) {
-  if (!v.is_string()) throw ConfigError(path, "must be \"uniform\", \"zipf\" or \"normal\"");
-  std::string s = v.get<std::string>();
-  if (s == "uniform") return PopularityKind::kUniform;
-  if (s == "zipf") return PopularityKind::kZipf;
-  if (s == "normal") return PopularityKind::kNormal;
-  if (s == "piecewise") return PopularityKind::kPiecewise;
-  throw ConfigError(path, "unknown distribution \"" + s + "\" (expected uniform, zipf, normal or piecewise)");
-}
-
-PopularityConfig parsePopularity(const json& v, const std::string& path) {
-  PopularityConfig p;
-  if (v.is_string()) {
-    p.kind = parseKind(v, path);
-    return p;
+// The four ratios share out every operation; reported at "workload".
+void checkRatioSum(const WorkloadConfig& c, size_t, const std::string&) {
+  const double sum = c.get_ratio + c.set_ratio + c.remove_ratio + c.lone_get_ratio;
+  if (std::fabs(sum - 1.0) > 1e-6) {
+    std::ostringstream os;
+    os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";
+    throw ConfigError("workload", os.str());
   }
-  if (!v.is_object()) throw ConfigError(path, "must be a distribution name or an object");
-  if (!v.contains("distribution")) throw ConfigError(path + ".distribution", "missing");
-  for (const auto& [key, val] : v.items()) {
-    std::string sub = path + "." + key;
-    if (key == "distribution") {
-      p.kind = parseKind(val, sub);
-    } else if (key == "alpha") {
-      p.alpha = parseDouble(val, sub);
-    } else if (key == "stddev_fraction") {
-      p.stddev_fraction = parseDouble(val, sub);
-    } else if (key == "buckets" || key == "weights") {
-      if (!val.is_array()) throw ConfigError(sub, "must be an array of numbers");
-      std::vector<double>& out = key == "buckets" ? p.bucket_sizes : p.bucket_weights;
-      for (size_t i = 0; i < val.size(); ++i) out.push_back(parseDouble(val[i], sub + "[" + std::to_string(i) + "]"));
-    } else {
-      throw ConfigError(sub, "unknown key");
+}
+
+void checkShares(const std::vector<double>& shares, const std::string& path) {
+  double total = 0;
+  for (double s : shares) total += s;
+  if (!shares.empty() && !(total > 0)) throw ConfigError(path, "must not all be 0");
+  if (shares.size() > 65535) throw ConfigError(path, "names more than 65535 pools");
+}
+void checkKeyPools(const WorkloadConfig& c, size_t, const std::string& path) { checkShares(c.key_pools, path); }
+
+void checkOpPools(const WorkloadConfig& c, size_t, const std::string& path) {
+  checkShares(c.op_pools, path);
+  if (!c.op_pools.empty() && c.op_pools.size() != std::max<size_t>(c.key_pools.size(), 1)) {
+    throw ConfigError(path, "has " + std::to_string(c.op_pools.size()) + " entries for " +
+                                std::to_string(std::max<size_t>(c.key_pools.size(), 1)) + " key pools (key_pools)");
+  }
+  const std::vector<uint64_t> starts = c.poolKeyStarts();
+  const std::vector<double> weights = c.poolOpWeights();
+  for (size_t p = 0; p + 1 < starts.size(); ++p) {
+    if (starts[p + 1] == starts[p] && weights[p] > 0) {
+      throw ConfigError("workload.key_pools[" + std::to_string(p) + "]",
+                        "gives pool " + std::to_string(p) + " no keys of the " + std::to_string(c.keys) +
+                            ", but operations go to it");
     }
   }
-  // A parameter of another distribution is a mistake, not something to ignore.
-  if (v.contains("alpha") && p.kind != PopularityKind::kZipf)
-    throw ConfigError(path + ".alpha", "only applies to the zipf distribution");
-  if (v.contains("stddev_fraction") && p.kind != PopularityKind::kNormal)
-    throw ConfigError(path + ".stddev_fraction", "only applies to the normal distribution");
-  for (const char* k : {"buckets", "weights"})
-    if (v.contains(k) && p.kind != PopularityKind::kPiecewise)
-      throw ConfigError(path + "." + k, "only applies to the piecewise distribution");
-  return p;
 }
 
-// [{"range": [min, max], "weight": w}, ...]
-std::vector<SizeBucket> parseBuckets(const json& v, const std::string& path) {
-  if (!v.is_array() || v.empty()) throw ConfigError(path, "must be a non-empty array of {\"range\", \"weight\"}");
-  std::vector<SizeBucket> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
-    if (!v[i].is_object()) throw ConfigError(p, "must be an object {\"range\": [min, max], \"weight\": w}");
-    SizeBucket b;
-    if (!v[i].contains("range")) throw ConfigError(p + ".range", "missing");
-    for (const auto& [key, val] : v[i].items()) {
-      if (key == "range") {
-        b.range = parseRange(val, p + ".range");
-      } else if (key == "weight") {
-        b.weight = parseDouble(val, p + ".weight");
-      } else {
-        throw ConfigError(p + "." + key, "unknown key");
-      }
-    }
-    out.push_back(b);
+void checkPopularityBuckets(const WorkloadConfig& c, size_t, const std::string& path) {
+  const PopularityConfig& p = c.popularity;
+  if (p.kind != PopularityKind::kPiecewise) return;
+  if (p.bucket_sizes.empty()) throw ConfigError(path, "must list at least one bucket");
+  if (p.bucket_sizes.size() > c.keys) throw ConfigError(path, "has more buckets than there are keys");
+}
+void checkPopularityWeights(const WorkloadConfig& c, size_t, const std::string& path) {
+  const PopularityConfig& p = c.popularity;
+  if (p.kind != PopularityKind::kPiecewise) return;
+  if (p.bucket_weights.size() != p.bucket_sizes.size()) {
+    throw ConfigError(path, "must have one weight per bucket (" + std::to_string(p.bucket_sizes.size()) + "), not " +
+                                std::to_string(p.bucket_weights.size()));
   }
-  return out;
+  double total = 0;
+  for (double w : p.bucket_weights) total += w;
+  if (!(total > 0)) throw ConfigError(path, "must not all be 0");
 }
 
-std::vector<double> parseShares(const json& v, const std::string& path) {
-  if (!v.is_array() || v.empty()) throw ConfigError(path, "must be a non-empty array of numbers");
-  std::vector<double> out;
-  for (size_t i = 0; i < v.size(); ++i) out.push_back(parseDouble(v[i], path + "[" + std::to_string(i) + "]"));
-  return out;
-}
+size_t keyBucketCount(const void* r) { return static_cast<const WorkloadConfig*>(r)->key_size_buckets.size(); }
+size_t valueBucketCount(const void* r) { return static_cast<const WorkloadConfig*>(r)->value_size_buckets.size(); }
 
-// The option table: one row per key of the "workload" object.
-struct Option {
-  const char* name;
-  std::function<void(WorkloadConfig&, const json&, const std::string&)> parse;
-};
+const config::Schema& schema() {
+  static const config::Schema kSchema{
+      .root = "workload",
+      .sections = {"workload", "workload.popularity", "workload.key_size_buckets[]", "workload.value_size_buckets[]"},
+      .options =
+          {
+              {.name = "threads", .type = Type::kCount, .description = "Client threads.",
+               .field = WL_FIELD(&c.threads), .min = 1, .max = 1024},
+              {.name = "ops_per_thread", .type = Type::kCount, .description = "Measured operations per thread.",
+               .field = WL_FIELD(&c.ops_per_thread), .min = 1},
+              {.name = "keys", .type = Type::kCount, .description = "Size of the key space.",
+               .field = WL_FIELD(&c.keys), .min = 1, .max = static_cast<double>(KeySpace::kMaxKeys)},
+              // Buckets before the plain ranges: a bad bucket also spoils the
+              // envelope the parser derives from them.
+              {.name = "key_size_buckets", .type = Type::kObjectList,
+               .description = "Piecewise key sizes (cachebench keySizeRange with its probabilities); replaces "
+                              "key_size, which becomes their envelope.",
+               .nonEmpty = true, .rule = "not with key_size; some weight > 0", .check = WL_RULE(checkKeyBuckets),
+               .child = kKeyBucket, .count = keyBucketCount,
+               .resize = [](void* r, size_t n) { static_cast<WorkloadConfig*>(r)->key_size_buckets.resize(n); }},
+              {.name = "value_size_buckets", .type = Type::kObjectList,
+               .description = "Piecewise value sizes, as key_size_buckets; replaces value_size.",
+               .nonEmpty = true, .rule = "not with value_size; some weight > 0",
+               .check = WL_RULE(checkValueBuckets), .child = kValueBucket, .count = valueBucketCount,
+               .resize = [](void* r, size_t n) { static_cast<WorkloadConfig*>(r)->value_size_buckets.resize(n); }},
+              {.name = "key_size", .type = Type::kSizeRange,
+               .description = "Key length in bytes, [min, max] or one size; keys shorter than the hex width of "
+                              "the key index may repeat (as in cachebench).",
+               .field = WL_FIELD((config::RangeField{&c.key_size.min, &c.key_size.max})), .min = 1,
+               .max = Cache::kMaxKeySize},
+              {.name = "value_size", .type = Type::kSizeRange,
+               .description = "Value length, [min, max] or one size; a function of the key.",
+               .field = WL_FIELD((config::RangeField{&c.value_size.min, &c.value_size.max})), .max = kGiB},
+              {.name = "get_ratio", .type = Type::kReal, .description = "Share of gets.",
+               .field = WL_FIELD(&c.get_ratio), .min = 0, .max = 1},
+              {.name = "set_ratio", .type = Type::kReal, .description = "Share of sets.",
+               .field = WL_FIELD(&c.set_ratio), .min = 0, .max = 1},
+              {.name = "remove_ratio", .type = Type::kReal, .description = "Share of removes.",
+               .field = WL_FIELD(&c.remove_ratio), .min = 0, .max = 1},
+              {.name = "lone_get_ratio", .type = Type::kReal,
+               .description = "Share of gets of keys outside the key space: always misses, never filled "
+                              "(cachebench loneGetRatio).",
+               .field = WL_FIELD(&c.lone_get_ratio), .min = 0, .max = 1,
+               .rule = "the four ratios sum to 1", .check = WL_RULE(checkRatioSum)},
+              {.name = "popularity", .type = Type::kObject,
+               .description = "Which keys operations pick: a distribution name, or an object with its parameters.",
+               .child = kPopularity, .shorthand = "distribution"},
+              {.name = "lookaside", .type = Type::kBool, .description = "A get miss is followed by a set of that key.",
+               .field = WL_FIELD(&c.lookaside)},
+              {.name = "prepopulate", .type = Type::kBool,
+               .description = "Set the keys (coldest first) before measuring.", .field = WL_FIELD(&c.prepopulate)},
+              {.name = "seed", .type = Type::kCount, .description = "Random seed.", .field = WL_FIELD(&c.seed)},
+              {.name = "progress_interval_ms", .type = Type::kCount,
+               .description = "Milliseconds between progress lines; 0: none.",
+               .field = WL_FIELD(&c.progress_interval_ms), .max = 3'600'000},
+              {.name = "idle_ms", .type = Type::kCount,
+               .description = "After the measured phase, the cache sits idle this long while the process CPU is "
+                              "measured; 0: no idle phase.",
+               .field = WL_FIELD(&c.idle_ms), .max = 600'000},
+              {.name = "key_pools", .type = Type::kRealList,
+               .description = "Pool p owns a consecutive share of the keys in proportion to its entry "
+                              "(cachebench keyPoolDistribution); empty: all in pool 0.",
+               .field = WL_FIELD(&c.key_pools), .min = 0, .nonEmpty = true, .rule = "not all 0",
+               .check = WL_RULE(checkKeyPools)},
+              {.name = "op_pools", .type = Type::kRealList,
+               .description = "Weight of each pool for operations (cachebench opPoolDistribution); empty: key_pools.",
+               .field = WL_FIELD(&c.op_pools), .min = 0, .nonEmpty = true,
+               .rule = "one per key pool, not all 0; every pool operations reach has keys",
+               .check = WL_RULE(checkOpPools)},
+              {.name = "op_delay_batch", .type = Type::kCount,
+               .description = "A thread sleeps op_delay_ns after this many operations; 0: never.",
+               .field = WL_FIELD(&c.op_delay_batch)},
+              {.name = "op_delay_ns", .type = Type::kCount, .description = "See op_delay_batch.",
+               .field = WL_FIELD(&c.op_delay_ns), .max = 1'000'000'000},
+              {.name = "only_set_if_miss", .type = Type::kBool,
+               .description = "A set of a key that is in the cache is skipped (cachebench onlySetIfMiss).",
+               .field = WL_FIELD(&c.only_set_if_miss)},
 
-const std::vector<Option>& options() {
-  static const std::vector<Option> kOptions = {
-      {"threads",
-       [](WorkloadConfig& c, const json& v, const std::string& p) {
-         uint64_t n = parseUint(v, p);
-         if (n < 1 || n > 1024) throw ConfigError(p, "must be in [1,1024]");
-         c.threads = static_cast<uint32_t>(n);
-       }},
-      {"ops_per_thread", [](WorkloadConfig& c, const json& v, const std::string& p) { c.ops_per_thread = parseUint(v, p); }},
-      {"keys", [](WorkloadConfig& c, const json& v, const std::string& p) { c.keys = parseUint(v, p); }},
-      {"key_size", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_size = parseRange(v, p); }},
-      {"value_size", [](WorkloadConfig& c, const json& v, const std::string& p) { c.value_size = parseRange(v, p); }},
-      {"get_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.get_ratio = parseDouble(v, p); }},
-      {"set_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.set_ratio = parseDouble(v, p); }},
-      {"remove_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.remove_ratio = parseDouble(v, p); }},
-      {"lone_get_ratio", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lone_get_ratio = parseDouble(v, p); }},
-      {"key_size_buckets", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_size_buckets = parseBuckets(v, p); }},
-      {"value_size_buckets", [](WorkloadConfig& c, const json& v, const std::string& p) { c.value_size_buckets = parseBuckets(v, p); }},
-      {"popularity", [](WorkloadConfig& c, const json& v, const std::string& p) { c.popularity = parsePopularity(v, p); }},
-      {"lookaside", [](WorkloadConfig& c, const json& v, const std::string& p) { c.lookaside = parseBool(v, p); }},
-      {"prepopulate", [](WorkloadConfig& c, const json& v, const std::string& p) { c.prepopulate = parseBool(v, p); }},
-      {"seed", [](WorkloadConfig& c, const json& v, const std::string& p) { c.seed = parseUint(v, p); }},
-      {"key_pools", [](WorkloadConfig& c, const json& v, const std::string& p) { c.key_pools = parseShares(v, p); }},
-      {"op_pools", [](WorkloadConfig& c, const json& v, const std::string& p) { c.op_pools = parseShares(v, p); }},
-      {"op_delay_batch", [](WorkloadConfig& c, const json& v, const std::string& p) { c.op_delay_batch = parseUint(v, p); }},
-      {"op_delay_ns",
-       [](WorkloadConfig& c, const json& v, const std::string& p) {
-         c.op_delay_ns = parseUint(v, p);
-         if (c.op_delay_ns > 1'000'000'000) throw ConfigError(p, "must be at most 1000000000 (one second)");
-       }},
-      {"only_set_if_miss", [](WorkloadConfig& c, const json& v, const std::string& p) { c.only_set_if_miss = parseBool(v, p); }},
-      {"progress_interval_ms",
-       [](WorkloadConfig& c, const json& v, const std::string& p) {
-         uint64_t n = parseUint(v, p);
-         if (n > 3'600'000) throw ConfigError(p, "must be at most 3600000 (one hour)");
-         c.progress_interval_ms = static_cast<uint32_t>(n);
-       }},
-      {"idle_ms",
-       [](WorkloadConfig& c, const json& v, const std::string& p) {
-         uint64_t n = parseUint(v, p);
-         if (n > 600'000) throw ConfigError(p, "must be at most 600000 (ten minutes)");
-         c.idle_ms = static_cast<uint32_t>(n);
-       }},
+              // ---- popularity
+              {.section = kPopularity, .name = "distribution", .type = Type::kEnum,
+               .description = "uniform, zipf (alpha), normal (stddev_fraction) or piecewise (buckets, weights).",
+               .field = WL_FIELD(config::enumField(c.popularity.kind)), .required = true,
+               .choices = config::choicesOf(kPopularityNames)},
+              {.section = kPopularity, .name = "alpha", .type = Type::kReal,
+               .description = "zipf: P(rank k) ~ 1 / k^alpha.", .field = WL_FIELD(&c.popularity.alpha), .min = 0,
+               .minExclusive = true, .max = 10, .rule = "zipf only"},
+              {.section = kPopularity, .name = "stddev_fraction", .type = Type::kReal,
+               .description = "normal: standard deviation as a share of the key space.",
+               .field = WL_FIELD(&c.popularity.stddev_fraction), .min = 0, .minExclusive = true, .max = 10,
+               .rule = "normal only"},
+              {.section = kPopularity, .name = "buckets", .type = Type::kRealList,
+               .description = "piecewise: relative sizes of consecutive key ranges.",
+               .field = WL_FIELD(&c.popularity.bucket_sizes), .min = 0, .minExclusive = true,
+               .rule = "piecewise only; at least one, at most one per key",
+               .check = WL_RULE(checkPopularityBuckets)},
+              {.section = kPopularity, .name = "weights", .type = Type::kRealList,
+               .description = "piecewise: the weight of each bucket.", .field = WL_FIELD(&c.popularity.bucket_weights),
+               .min = 0, .rule = "piecewise only; one per bucket, not all 0",
+               .check = WL_RULE(checkPopularityWeights)},
+
+              // ---- key_size_buckets[], value_size_buckets[]
+              {.section = kKeyBucket, .name = "range", .type = Type::kSizeRange,
+               .description = "Key sizes of this bucket, [min, max] or one size.",
+               .field = WL_FIELD((config::RangeField{&c.key_size_buckets[i].range.min,
+                                                     &c.key_size_buckets[i].range.max})),
+               .required = true},  // bounded through key_size, their envelope
+              {.section = kKeyBucket, .name = "weight", .type = Type::kReal,
+               .description = "Relative probability of the bucket.", .field = WL_FIELD(&c.key_size_buckets[i].weight),
+               .min = 0},
+              {.section = kValueBucket, .name = "range", .type = Type::kSizeRange,
+               .description = "Value sizes of this bucket, [min, max] or one size.",
+               .field = WL_FIELD((config::RangeField{&c.value_size_buckets[i].range.min,
+                                                     &c.value_size_buckets[i].range.max})),
+               .required = true},  // bounded through value_size, their envelope
+              {.section = kValueBucket, .name = "weight", .type = Type::kReal,
+               .description = "Relative probability of the bucket.",
+               .field = WL_FIELD(&c.value_size_buckets[i].weight), .min = 0},
+          },
+      .wholeFloats = true,  // the bench always took 1e6 for a count
   };
-  return kOptions;
+  return kSchema;
 }
 
-void checkRatio(double r, const char* name) {
-  if (!(r >= 0.0 && r <= 1.0)) throw ConfigError(std::string("workload.") + name, "must be in [0,1]");
-}
-
-// Finds the first key repeated within one object under "workload" (the
-// parser would otherwise keep the last silently); tracked with the parser's
-// callback, since the parsed document no longer shows duplicates.
-class DuplicateKeys {
- public:
-  bool operator()(int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start: stack_.push_back(Frame{false, 0, {}, {}}); break;
-      case json::parse_event_t::array_start: stack_.push_back(Frame{true, 0, {}, {}}); break;
-      case json::parse_event_t::key: {
-        Frame& f = stack_.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second && first_.empty()) first_ = path();
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack_.pop_back();
-        next();
-        break;
-      case json::parse_event_t::value: next(); break;
-    }
-    return true;
-  }
-  // Path of the first repeated key under "workload", "" if none.
-  std::string firstInWorkload() const { return first_.rfind("workload", 0) == 0 ? first_ : ""; }
-
- private:
-  struct Frame {
-    bool array;
-    size_t index;
-    std::string key;
-    std::set<std::string> keys;
-  };
-  void next() {
-    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
-  }
-  std::string path() const {
-    std::string p;
-    for (const Frame& f : stack_) {
-      if (f.array) {
-        p += "[" + std::to_string(f.index) + "]";
-      } else {
-        p += (p.empty() ? "" : ".") + f.key;
-      }
-    }
-    return p;
-  }
-  std::vector<Frame> stack_;
-  std::string first_;
-};
+#undef WL_FIELD
+#undef WL_RULE
 
 }  // namespace
 
-const char* popularityName(PopularityKind kind) {
-  switch (kind) {
-    case PopularityKind::kUniform: return "uniform";
-    case PopularityKind::kZipf: return "zipf";
-    case PopularityKind::kNormal: return "normal";
-    case PopularityKind::kPiecewise: return "piecewise";
-  }
-  return "?";
-}
+const char* popularityName(PopularityKind kind) { return nameOf(kPopularityNames, kind).data(); }
 
 WorkloadConfig WorkloadConfig::fromJsonString(std::string_view document) {
-  json doc;
-  auto duplicates = std::make_shared<DuplicateKeys>();
-  try {
-    doc = json::parse(document.begin(), document.end(),
-                      [duplicates](int depth, json::parse_event_t e, json& parsed) { return (*duplicates)(depth, e, parsed); });
-  } catch (const json::parse_error& e) {
-    throw ConfigError("", std::string("invalid JSON: ") + e.what());
-  }
-  std::string duplicate = duplicates->firstInWorkload();
-  if (!duplicate.empty()) throw ConfigError(duplicate, "key appears more than once");
-  if (!doc.is_object()) throw ConfigError("", "the config must be a JSON object");
   WorkloadConfig c;
-  auto it = doc.find("workload");
-  if (it == doc.end()) return c;
-  if (!it->is_object()) throw ConfigError("workload", "must be an object");
-  for (const auto& [key, val] : it->items()) {
-    std::string path = "workload." + key;
-    bool known = false;
-    for (const Option& o : options()) {
-      if (key == o.name) {
-        o.parse(c, val, path);
-        known = true;
-        break;
-      }
-    }
-    if (!known) throw ConfigError(path, "unknown key");
-  }
-  if (it->contains("key_size_buckets") && it->contains("key_size"))
+  std::set<std::string> given;
+  config::parse(schema(), document, &c, &given);
+  // Rules about what was written, checked before updateEnvelopes() replaces
+  // the plain ranges. A parameter of another distribution is a mistake, not
+  // something to ignore.
+  if (given.count("workload.key_size_buckets") && given.count("workload.key_size"))
     throw ConfigError("workload.key_size", "give key_size or key_size_buckets, not both");
-  if (it->contains("value_size_buckets") && it->contains("value_size"))
+  if (given.count("workload.value_size_buckets") && given.count("workload.value_size"))
     throw ConfigError("workload.value_size", "give value_size or value_size_buckets, not both");
+  const struct {
+    const char* key;
+    PopularityKind kind;
+  } kOwnParameters[] = {{"alpha", PopularityKind::kZipf},
+                        {"stddev_fraction", PopularityKind::kNormal},
+                        {"buckets", PopularityKind::kPiecewise},
+                        {"weights", PopularityKind::kPiecewise}};
+  for (const auto& p : kOwnParameters) {
+    const std::string path = std::string("workload.popularity.") + p.key;
+    if (given.count(path) && c.popularity.kind != p.kind) {
+      throw ConfigError(path, std::string("only applies to the ") + popularityName(p.kind) + " distribution");
+    }
+  }
   c.updateEnvelopes();
   c.validate();
   return c;
 }
 
 WorkloadConfig WorkloadConfig::fromJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("", "cannot open config file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = config::readConfigFile(path);
   try {
-    return fromJsonString(ss.str());
+    return fromJsonString(text);
   } catch (const ConfigError& e) {
-    // Keep path() for callers; name the file for the reader, as CacheConfig does.
-    std::string what = e.what();
-    std::string reason = e.path().empty() ? what : what.substr(e.path().size() + 2);
-    throw ConfigError(e.path(), reason + " (in " + path + ")");
+    throw config::inSource(e, path);  // path() kept for callers, the file named for the reader
   }
 }
+
+void WorkloadConfig::validate() const { config::validate(schema(), this); }
 
 void WorkloadConfig::updateEnvelopes() {
   auto envelope = [](const std::vector<SizeBucket>& buckets, SizeRange& r) {
@@ -322,100 +292,6 @@ void WorkloadConfig::updateEnvelopes() {
   };
   envelope(key_size_buckets, key_size);
   envelope(value_size_buckets, value_size);
-}
-
-namespace {
-void checkBuckets(const std::vector<SizeBucket>& buckets, const SizeRange& envelope, const std::string& path) {
-  double total = 0;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
-    if (buckets[i].range.min > buckets[i].range.max) throw ConfigError(p + ".range", "min must not exceed max");
-    if (buckets[i].range.min < envelope.min || buckets[i].range.max > envelope.max)
-      throw ConfigError(p + ".range", "lies outside the envelope (call updateEnvelopes())");
-    if (!(buckets[i].weight >= 0 && std::isfinite(buckets[i].weight))) throw ConfigError(p + ".weight", "must be >= 0");
-    total += buckets[i].weight;
-  }
-  if (!buckets.empty() && !(total > 0)) throw ConfigError(path, "the weights must not all be 0");
-}
-}  // namespace
-
-void WorkloadConfig::validate() const {
-  // Buckets first: a bad bucket also spoils the envelope checked below.
-  checkBuckets(key_size_buckets, key_size, "workload.key_size_buckets");
-  checkBuckets(value_size_buckets, value_size, "workload.value_size_buckets");
-  if (threads < 1 || threads > 1024) throw ConfigError("workload.threads", "must be in [1,1024]");
-  if (ops_per_thread < 1) throw ConfigError("workload.ops_per_thread", "must be at least 1");
-  if (keys < 1) throw ConfigError("workload.keys", "must be at least 1");
-  if (keys > KeySpace::kMaxKeys)
-    throw ConfigError("workload.keys", "must be at most " + std::to_string(KeySpace::kMaxKeys));
-  if (key_size.min > key_size.max) throw ConfigError("workload.key_size", "min must not exceed max");
-  if (key_size.max > Cache::kMaxKeySize)
-    throw ConfigError("workload.key_size", "max must be at most " + std::to_string(Cache::kMaxKeySize));
-  // Keys shorter than the hex width of the index are allowed: distinct
-  // indices may then share a key, as in cachebench (KeySpace).
-  if (key_size.min < 1) throw ConfigError("workload.key_size", "min must be at least 1");
-  if (value_size.min > value_size.max) throw ConfigError("workload.value_size", "min must not exceed max");
-  if (value_size.max > (1ull << 30)) throw ConfigError("workload.value_size", "max must be at most 1GiB");
-  auto checkShares = [&](const std::vector<double>& shares, const char* name) {
-    std::string path = std::string("workload.") + name;
-    double total = 0;
-    for (size_t i = 0; i < shares.size(); ++i) {
-      if (!(shares[i] >= 0 && std::isfinite(shares[i])))
-        throw ConfigError(path + "[" + std::to_string(i) + "]", "must be >= 0");
-      total += shares[i];
-    }
-    if (!shares.empty() && !(total > 0)) throw ConfigError(path, "must not all be 0");
-    if (shares.size() > 65535) throw ConfigError(path, "names more than 65535 pools");
-  };
-  checkShares(key_pools, "key_pools");
-  checkShares(op_pools, "op_pools");
-  if (!op_pools.empty() && op_pools.size() != std::max<size_t>(key_pools.size(), 1))
-    throw ConfigError("workload.op_pools", "has " + std::to_string(op_pools.size()) + " entries for " +
-                                               std::to_string(std::max<size_t>(key_pools.size(), 1)) +
-                                               " key pools (key_pools)");
-  {
-    std::vector<uint64_t> starts = poolKeyStarts();
-    std::vector<double> weights = poolOpWeights();
-    for (size_t p = 0; p + 1 < starts.size(); ++p)
-      if (starts[p + 1] == starts[p] && weights[p] > 0)
-        throw ConfigError("workload.key_pools[" + std::to_string(p) + "]",
-                          "gives pool " + std::to_string(p) + " no keys of the " + std::to_string(keys) +
-                              ", but operations go to it");
-  }
-  checkRatio(get_ratio, "get_ratio");
-  checkRatio(set_ratio, "set_ratio");
-  checkRatio(remove_ratio, "remove_ratio");
-  checkRatio(lone_get_ratio, "lone_get_ratio");
-  double sum = get_ratio + set_ratio + remove_ratio + lone_get_ratio;
-  if (std::fabs(sum - 1.0) > 1e-6) {
-    std::ostringstream os;
-    os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";
-    throw ConfigError("workload", os.str());
-  }
-  if (popularity.kind == PopularityKind::kZipf && !(popularity.alpha > 0.0 && popularity.alpha <= 10.0))
-    throw ConfigError("workload.popularity.alpha", "must be in (0,10]");
-  if (popularity.kind == PopularityKind::kNormal &&
-      !(popularity.stddev_fraction > 0.0 && popularity.stddev_fraction <= 10.0))
-    throw ConfigError("workload.popularity.stddev_fraction", "must be in (0,10]");
-  if (popularity.kind == PopularityKind::kPiecewise) {
-    const auto& sizes = popularity.bucket_sizes;
-    const auto& weights = popularity.bucket_weights;
-    if (sizes.empty()) throw ConfigError("workload.popularity.buckets", "must list at least one bucket");
-    if (weights.size() != sizes.size())
-      throw ConfigError("workload.popularity.weights", "must have one weight per bucket (" +
-                                                           std::to_string(sizes.size()) + "), not " +
-                                                           std::to_string(weights.size()));
-    double totalWeight = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (!(sizes[i] > 0 && std::isfinite(sizes[i])))
-        throw ConfigError("workload.popularity.buckets[" + std::to_string(i) + "]", "must be > 0");
-      if (!(weights[i] >= 0 && std::isfinite(weights[i])))
-        throw ConfigError("workload.popularity.weights[" + std::to_string(i) + "]", "must be >= 0");
-      totalWeight += weights[i];
-    }
-    if (!(totalWeight > 0)) throw ConfigError("workload.popularity.weights", "must not all be 0");
-    if (sizes.size() > keys) throw ConfigError("workload.popularity.buckets", "has more buckets than there are keys");
-  }
 }
 
 std::vector<uint64_t> WorkloadConfig::poolKeyStarts() const {
@@ -440,50 +316,26 @@ std::vector<double> WorkloadConfig::poolOpWeights() const {
 }
 
 std::string WorkloadConfig::toJson() const {
-  json pop;
-  pop["distribution"] = popularityName(popularity.kind);
-  if (popularity.kind == PopularityKind::kZipf) pop["alpha"] = popularity.alpha;
-  if (popularity.kind == PopularityKind::kNormal) pop["stddev_fraction"] = popularity.stddev_fraction;
-  if (popularity.kind == PopularityKind::kPiecewise) {
-    pop["buckets"] = popularity.bucket_sizes;
-    pop["weights"] = popularity.bucket_weights;
+  // Every row, less what does not apply, so the output reads as a config a
+  // person would write and parses back to the same workload.
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(config::toJson(schema(), this, -1));
+  auto& pop = j["popularity"];
+  if (popularity.kind != PopularityKind::kZipf) pop.erase("alpha");
+  if (popularity.kind != PopularityKind::kNormal) pop.erase("stddev_fraction");
+  if (popularity.kind != PopularityKind::kPiecewise) {
+    pop.erase("buckets");
+    pop.erase("weights");
   }
-  auto buckets = [](const std::vector<SizeBucket>& bs) {
-    json a = json::array();
-    for (const SizeBucket& b : bs) a.push_back({{"range", {b.range.min, b.range.max}}, {"weight", b.weight}});
-    return a;
-  };
-  json j = {
-      {"threads", threads},
-      {"ops_per_thread", ops_per_thread},
-      {"keys", keys},
-      {"key_size", {key_size.min, key_size.max}},
-      {"value_size", {value_size.min, value_size.max}},
-      {"get_ratio", get_ratio},
-      {"set_ratio", set_ratio},
-      {"remove_ratio", remove_ratio},
-      {"lone_get_ratio", lone_get_ratio},
-      {"popularity", pop},
-      {"lookaside", lookaside},
-      {"prepopulate", prepopulate},
-      {"seed", seed},
-      {"progress_interval_ms", progress_interval_ms},
-      {"idle_ms", idle_ms},
-  };
-  if (!key_pools.empty()) j["key_pools"] = key_pools;
-  if (!op_pools.empty()) j["op_pools"] = op_pools;
-  if (op_delay_batch) j["op_delay_batch"] = op_delay_batch;
-  if (op_delay_ns) j["op_delay_ns"] = op_delay_ns;
-  if (only_set_if_miss) j["only_set_if_miss"] = true;
+  for (const char* list : {"key_pools", "op_pools", "key_size_buckets", "value_size_buckets"}) {
+    if (j[list].empty()) j.erase(list);
+  }
+  for (const char* zero : {"op_delay_batch", "op_delay_ns"}) {
+    if (j[zero] == 0) j.erase(zero);
+  }
+  if (!only_set_if_miss) j.erase("only_set_if_miss");
   // Piecewise sizes replace the plain range (the parser refuses both).
-  if (!key_size_buckets.empty()) {
-    j.erase("key_size");
-    j["key_size_buckets"] = buckets(key_size_buckets);
-  }
-  if (!value_size_buckets.empty()) {
-    j.erase("value_size");
-    j["value_size_buckets"] = buckets(value_size_buckets);
-  }
+  if (!key_size_buckets.empty()) j.erase("key_size");
+  if (!value_size_buckets.empty()) j.erase("value_size");
   return j.dump(2);
 }
 

@@ -1,16 +1,19 @@
 // WorkloadConfig: the "workload" object of a tiercache-bench config file.
 //
 // The same JSON file holds the cache config (parsed by CacheConfig, which
-// ignores "workload") and this object (parsed here, with the same rules: an
-// unknown key, a wrong type or an impossible value is a ConfigError naming
-// the key path, e.g. "workload.get_ratio: must be in [0,1]"). A document
-// without a "workload" object gets the defaults below.
+// ignores "workload") and this object, whose keys are rows of the same
+// schema engine (config/schema.h, rows in workload.cc): an unknown key, a
+// wrong type or an impossible value is a ConfigError naming the key path,
+// worded as the cache's ("workload.get_ratio: 1.5 is out of range [0, 1]").
+// A document without a "workload" object gets the defaults below.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/name_table.h"
 
 namespace tiercache::bench {
 
@@ -34,6 +37,12 @@ enum class PopularityKind : uint8_t {
                // bucket b drawn with weight b, uniform inside (cachebench's
                // popularityBuckets / popularityWeights)
 };
+
+inline constexpr std::array<NameRow<PopularityKind>, 4> kPopularityNames = {{{PopularityKind::kUniform, "uniform"},
+                                                                          {PopularityKind::kZipf, "zipf"},
+                                                                          {PopularityKind::kNormal, "normal"},
+                                                                          {PopularityKind::kPiecewise, "piecewise"}}};
+static_assert(isDenseNameTable(kPopularityNames, PopularityKind::kPiecewise));
 
 struct PopularityConfig {
   PopularityKind kind = PopularityKind::kZipf;

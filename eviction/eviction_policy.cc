@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <stdexcept>
 
 #include "clock_policy.h"
 #include "lru_policy.h"
+#include "policy_names.h"
 #include "s3fifo_policy.h"
 #include "wtinylfu_policy.h"
 
@@ -16,29 +18,32 @@ namespace {
 using Factory = std::unique_ptr<EvictionPolicy> (*)(const EvictionPolicyOptions&, const HookResolver&);
 
 struct PolicyRow {
-  const char* name;
+  std::string_view name;
   Factory make;
 };
 
 // The registration table: one row per policy, nothing else maps names.
+// Row i is kEvictionPolicyNames[i] (checked below), so EvictionPolicyKind
+// i of the cache config always builds the policy of that name.
 constexpr PolicyRow kPolicies[] = {
-    {"lru",
+    {kEvictionPolicyNames[0],
      [](const EvictionPolicyOptions& o, const HookResolver& r) -> std::unique_ptr<EvictionPolicy> {
        return std::make_unique<LruPolicy>(r, o.lruInsertionPoint, o.lruRefreshMs, o.lruRefreshRatio);
      }},
-    {"clock",
+    {kEvictionPolicyNames[1],
      [](const EvictionPolicyOptions&, const HookResolver& r) -> std::unique_ptr<EvictionPolicy> {
        return std::make_unique<ClockPolicy>(r);
      }},
-    {"s3fifo",
+    {kEvictionPolicyNames[2],
      [](const EvictionPolicyOptions& o, const HookResolver& r) -> std::unique_ptr<EvictionPolicy> {
        return std::make_unique<S3FifoPolicy>(r, o.s3fifoSmallPercent);
      }},
-    {"wtinylfu",
+    {kEvictionPolicyNames[3],
      [](const EvictionPolicyOptions& o, const HookResolver& r) -> std::unique_ptr<EvictionPolicy> {
        return std::make_unique<WTinyLfuPolicy>(r, o.wtinylfuWindowPercent);
      }},
 };
+static_assert(std::size(kPolicies) == kEvictionPolicyNames.size(), "one registration row per policy name");
 
 }  // namespace
 
@@ -48,7 +53,7 @@ std::unique_ptr<EvictionPolicy> makeEvictionPolicy(const EvictionPolicyOptions& 
     if (options.kind == row.name) return row.make(options, resolver);
   }
   std::string known;
-  for (const PolicyRow& row : kPolicies) known += std::string(known.empty() ? "" : ", ") + row.name;
+  for (const PolicyRow& row : kPolicies) known += (known.empty() ? "" : ", ") + std::string(row.name);
   throw std::invalid_argument("unknown eviction policy '" + options.kind + "' (expected one of " + known + ")");
 }
 

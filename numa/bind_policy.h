@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "../common/name_table.h"
+
 namespace tiercache {
 
 enum class BindPolicy : uint8_t {
@@ -14,6 +16,11 @@ enum class BindPolicy : uint8_t {
   kAdvisory,  // try to bind; on failure record and log a warning, keep going
   kStrict,    // bind or refuse: a failed binding is an error
 };
+
+// The one list of the names, in enum order (the config's choices).
+inline constexpr std::array<NameRow<BindPolicy>, 3> kBindPolicyNames = {{
+    {BindPolicy::kNone, "none"}, {BindPolicy::kAdvisory, "advisory"}, {BindPolicy::kStrict, "strict"}}};
+static_assert(isDenseNameTable(kBindPolicyNames, BindPolicy::kStrict));
 
 const char* bindPolicyName(BindPolicy policy);  // "none", "advisory", "strict"
 std::optional<BindPolicy> bindPolicyFromName(std::string_view name);

@@ -14,21 +14,9 @@ namespace tiercache {
 
 // ---- names ---------------------------------------------------------------
 
-const char* bindPolicyName(BindPolicy policy) {
-  switch (policy) {
-    case BindPolicy::kNone: return "none";
-    case BindPolicy::kAdvisory: return "advisory";
-    case BindPolicy::kStrict: return "strict";
-  }
-  return "unknown";
-}
+const char* bindPolicyName(BindPolicy policy) { return nameOf(kBindPolicyNames, policy).data(); }
 
-std::optional<BindPolicy> bindPolicyFromName(std::string_view name) {
-  if (name == "none") return BindPolicy::kNone;
-  if (name == "advisory") return BindPolicy::kAdvisory;
-  if (name == "strict") return BindPolicy::kStrict;
-  return std::nullopt;
-}
+std::optional<BindPolicy> bindPolicyFromName(std::string_view name) { return valueOf(kBindPolicyNames, name); }
 
 const char* memoryKindName(MemoryKind kind) {
   switch (kind) {

@@ -228,10 +228,10 @@ TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
   tiers.replace(tiers.find(R"({"ratio": 1, "memBindNodes": "0"})"), 33, R"({"ratio": 1, "memBindNodes": "x"})");
   expectError(tiers, "cache_config.memoryTiers[0].memBindNodes", "not a node list");
   // Our own validation, reported under the cachebench key it came from.
-  expectError(document("", R"(, "numThreads": 0)"), "test_config.numThreads", "must be in [1,1024]");
+  expectError(document("", R"(, "numThreads": 0)"), "test_config.numThreads", "0 is out of range [1, 1024]");
   std::string keys = document();
   keys.replace(keys.find(R"("keySizeRange": [8, 24])"), 23, R"("keySizeRange": [0, 24])");
-  expectError(keys, "test_config.keySizeRange", "min must be at least 1");
+  expectError(keys, "test_config.keySizeRange", "0 is out of range [1B, 255B]");
   expectError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range");
   std::string probs = document();
   probs.replace(probs.find(R"([0.25, 0.75])"), 12, R"([1])");

@@ -73,7 +73,7 @@ TEST_F(BenchCliTest, UsageAndArgumentErrors) {
 TEST_F(BenchCliTest, BadWorkloadNamesTheKey) {
   std::string path = write(config(R"({"get_ratio": 2, "set_ratio": 0})"));
   EXPECT_EQ(run({"--config", path}), kExitUsage);
-  EXPECT_NE(err_.str().find("workload.get_ratio: must be in [0,1]"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("workload.get_ratio: 2 is out of range [0, 1]"), std::string::npos) << err_.str();
   EXPECT_NE(err_.str().find(path), std::string::npos) << err_.str();
   EXPECT_EQ(out_.str(), "");
 }

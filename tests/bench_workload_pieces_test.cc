@@ -48,8 +48,8 @@ void expectError(const std::string& workload, const std::string& path, const std
 TEST(WorkloadPiecesTest, ErrorsNameTheKey) {
   expectError(R"({"value_size": 10, "value_size_buckets": [{"range": [1, 2]}]})", "workload.value_size",
               "not both");
-  expectError(R"({"value_size_buckets": []})", "workload.value_size_buckets", "non-empty");
-  expectError(R"({"value_size_buckets": [{"weight": 1}]})", "workload.value_size_buckets[0].range", "missing");
+  expectError(R"({"value_size_buckets": []})", "workload.value_size_buckets", "must not be empty");
+  expectError(R"({"value_size_buckets": [{"weight": 1}]})", "workload.value_size_buckets[0].range", "required key is missing");
   expectError(R"({"value_size_buckets": [{"range": [5, 1]}]})", "workload.value_size_buckets[0].range",
               "min must not exceed max");
   expectError(R"({"value_size_buckets": [{"range": [1, 2], "weight": 0}]})", "workload.value_size_buckets",

@@ -12,9 +12,13 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace tiercache {
@@ -39,7 +43,8 @@ constexpr const char* kFull = R"({
   "pools": [{"name": "default", "share": 0.8}, {"name": "small", "share": 0.2}],
   "allocation": {"min_size": 96, "max_size": "1MiB", "growth_factor": 1.5, "sizes": []},
   "index": {"bucket_power": 22, "lock_power": 12},
-  "eviction": {"policy": "clock", "lru_insertion_point": 1, "lru_refresh_ms": 250},
+  "eviction": {"policy": "clock", "lru_insertion_point": 1, "lru_refresh_ms": 250, "lru_refresh_ratio": 0.25,
+               "s3fifo_small_percent": 20, "wtinylfu_window_percent": 5, "demote_rejected": false},
   "rebalance": {"enabled": false, "strategy": "free-slots"},
   "demotion": {"enabled": false},
   "background_eviction": {"enabled": true, "threads": 3, "interval_ms": 25, "strategy": "keep-free",
@@ -48,6 +53,7 @@ constexpr const char* kFull = R"({
   "promotion": {"enabled": true, "background": false, "hits": 5, "max_per_sec": 2000, "interval_ms": 40,
                 "max_batch": 33, "queue_size": 999, "upper_free_watermark": 12.5},
   "persistence": {"durable_sets": true, "demote_on_shutdown": false},
+  "reaper": {"enabled": false, "interval_ms": 250, "buckets_per_run": 4096},
   "workload": {"ops": 1000000, "anything": [1, "x", null]}
 })";
 
@@ -93,53 +99,70 @@ std::string whatOf(const std::function<void()>& fn) {
   return "<no ConfigError>";
 }
 
-// operator==, and field by field so that a failure says which field differs.
+// Every leaf row of the option table with the index of each element it has
+// in `c` (tiers[i], pools[i]): the fields a test walks instead of listing them.
+struct Leaf {
+  const config::Option* option;
+  size_t index;
+  std::string path;  // "tiers[1].size"
+};
+std::vector<Leaf> leaves(const CacheConfig& c) {
+  const config::Schema& s = cacheConfigSchema();
+  std::vector<Leaf> out;
+  std::function<void(uint8_t, size_t, const std::string&)> walk = [&](uint8_t section, size_t index,
+                                                                      const std::string& prefix) {
+    for (const config::Option& o : s.options) {
+      if (o.section != section) continue;
+      const std::string path = prefix.empty() ? std::string(o.name) : prefix + "." + std::string(o.name);
+      if (o.type == config::Type::kObject) walk(o.child, index, path);
+      if (o.type == config::Type::kObjectList) {
+        for (size_t k = 0; k < o.count(&c); ++k) walk(o.child, k, path + "[" + std::to_string(k) + "]");
+      }
+      if (o.field) out.push_back(Leaf{&o, index, path});
+    }
+  };
+  walk(0, 0, "");
+  return out;
+}
+
+// The value of a leaf as text, read through its field (not through toJson).
+std::string valueOf(const Leaf& leaf, const CacheConfig& c) {
+  const config::Field f = leaf.option->field(const_cast<CacheConfig*>(&c), leaf.index);
+  return std::visit(
+      [](const auto& p) -> std::string {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, std::monostate>) {
+          return "";
+        } else if constexpr (std::is_same_v<P, config::EnumField>) {
+          return "enum " + std::to_string(*p.value);
+        } else if constexpr (std::is_same_v<P, config::RangeField>) {
+          return std::to_string(*p.min) + ".." + std::to_string(*p.max);
+        } else if constexpr (std::is_same_v<P, std::string*>) {
+          return *p;
+        } else if constexpr (std::is_same_v<P, std::vector<uint32_t>*> || std::is_same_v<P, std::vector<double>*>) {
+          std::string out;
+          for (auto v : *p) out += std::to_string(v) + ",";
+          return out;
+        } else {
+          std::ostringstream os;
+          os.precision(17);
+          os << *p;
+          return os.str();
+        }
+      },
+      f);
+}
+
+// "tiers[].size" for "tiers[1].size": the row's key path, as in the docs.
+std::string keyPathOf(const Leaf& leaf) { return config::keyPath(cacheConfigSchema(), *leaf.option); }
+
+// operator==, and row by row of the option table so that a failure says
+// which option differs.
 void expectSame(const CacheConfig& a, const CacheConfig& b) {
   EXPECT_TRUE(a == b);
-  EXPECT_EQ(a.slab_size, b.slab_size);
   ASSERT_EQ(a.tiers.size(), b.tiers.size());
-  for (size_t i = 0; i < a.tiers.size(); ++i) {
-    SCOPED_TRACE("tier " + std::to_string(i));
-    EXPECT_EQ(a.tiers[i].name, b.tiers[i].name);
-    EXPECT_EQ(a.tiers[i].kind, b.tiers[i].kind);
-    EXPECT_EQ(a.tiers[i].size, b.tiers[i].size);
-    EXPECT_EQ(a.tiers[i].path, b.tiers[i].path);
-    EXPECT_EQ(a.tiers[i].nodes, b.tiers[i].nodes);
-    EXPECT_EQ(a.tiers[i].ratio, b.tiers[i].ratio);
-    EXPECT_EQ(a.tiers[i].bind_policy, b.tiers[i].bind_policy);
-    EXPECT_EQ(a.tiers[i].persistent, b.tiers[i].persistent);
-    EXPECT_EQ(a.tiers[i].rebuild_on_mismatch, b.tiers[i].rebuild_on_mismatch);
-  }
-  EXPECT_EQ(a.total_size, b.total_size);
-  EXPECT_EQ(a.pmem_dir, b.pmem_dir);
-  EXPECT_TRUE(a.pools == b.pools);
-  EXPECT_TRUE(a.allocation == b.allocation);
-  EXPECT_TRUE(a.index == b.index);
-  EXPECT_TRUE(a.eviction == b.eviction);
-  EXPECT_TRUE(a.rebalance == b.rebalance);
-  EXPECT_EQ(a.demotion.enabled, b.demotion.enabled);
-  const BackgroundEvictionConfig& ea = a.background_eviction;
-  const BackgroundEvictionConfig& eb = b.background_eviction;
-  EXPECT_EQ(ea.enabled, eb.enabled);
-  EXPECT_EQ(ea.threads, eb.threads);
-  EXPECT_EQ(ea.interval_ms, eb.interval_ms);
-  EXPECT_EQ(ea.strategy, eb.strategy);
-  EXPECT_EQ(ea.low_watermark, eb.low_watermark);
-  EXPECT_EQ(ea.high_watermark, eb.high_watermark);
-  EXPECT_EQ(ea.min_batch, eb.min_batch);
-  EXPECT_EQ(ea.max_batch, eb.max_batch);
-  EXPECT_EQ(ea.keep_free, eb.keep_free);
-  const PromotionConfig& pa = a.promotion;
-  const PromotionConfig& pb = b.promotion;
-  EXPECT_EQ(pa.enabled, pb.enabled);
-  EXPECT_EQ(pa.background, pb.background);
-  EXPECT_EQ(pa.hits, pb.hits);
-  EXPECT_EQ(pa.max_per_sec, pb.max_per_sec);
-  EXPECT_EQ(pa.interval_ms, pb.interval_ms);
-  EXPECT_EQ(pa.max_batch, pb.max_batch);
-  EXPECT_EQ(pa.queue_size, pb.queue_size);
-  EXPECT_EQ(pa.upper_free_watermark, pb.upper_free_watermark);
-  EXPECT_TRUE(a.persistence == b.persistence);
+  ASSERT_EQ(a.pools.size(), b.pools.size());
+  for (const Leaf& leaf : leaves(a)) EXPECT_EQ(valueOf(leaf, a), valueOf(leaf, b)) << leaf.path;
 }
 
 std::string readFile(const std::string& path) {
@@ -218,40 +241,71 @@ TEST(ConfigParse, FullConfigReadsEveryField) {
   EXPECT_FALSE(c.persistence.demote_on_shutdown);
 }
 
-// Every value in kFull differs from its default, or the test above could not
-// tell a parsed value from a forgotten key. (sizes is the exception: empty.)
+// Every option in kFull differs from its default (in some element, for
+// tiers[] and pools[]), so that a key the parser forgot to read shows up as
+// a default. Walks the table, so a new option without a kFull value fails
+// here. The exceptions exclude another option that kFull sets.
 TEST(ConfigParse, FullConfigDiffersFromTheDefaults) {
   const CacheConfig c = CacheConfig::fromJsonString(kFull);
-  const CacheConfig d;
-  EXPECT_NE(c.slab_size, d.slab_size);
-  EXPECT_NE(c.total_size, d.total_size);
-  EXPECT_NE(c.pmem_dir, d.pmem_dir);
-  EXPECT_NE(c.demotion.enabled, d.demotion.enabled);
-  const BackgroundEvictionConfig& be = c.background_eviction;
-  const BackgroundEvictionConfig& bd = d.background_eviction;
-  EXPECT_NE(be.enabled, bd.enabled);
-  EXPECT_NE(be.threads, bd.threads);
-  EXPECT_NE(be.interval_ms, bd.interval_ms);
-  EXPECT_NE(be.strategy, bd.strategy);
-  EXPECT_NE(be.low_watermark, bd.low_watermark);
-  EXPECT_NE(be.high_watermark, bd.high_watermark);
-  EXPECT_NE(be.min_batch, bd.min_batch);
-  EXPECT_NE(be.max_batch, bd.max_batch);
-  EXPECT_NE(be.keep_free, bd.keep_free);
-  const PromotionConfig& p = c.promotion;
-  const PromotionConfig& pd = d.promotion;
-  EXPECT_NE(p.enabled, pd.enabled);
-  EXPECT_NE(p.background, pd.background);
-  EXPECT_NE(p.hits, pd.hits);
-  EXPECT_NE(p.max_per_sec, pd.max_per_sec);
-  EXPECT_NE(p.interval_ms, pd.interval_ms);
-  EXPECT_NE(p.max_batch, pd.max_batch);
-  EXPECT_NE(p.queue_size, pd.queue_size);
-  EXPECT_NE(p.upper_free_watermark, pd.upper_free_watermark);
-  EXPECT_NE(c.persistence.durable_sets, d.persistence.durable_sets);
-  EXPECT_NE(c.persistence.demote_on_shutdown, d.persistence.demote_on_shutdown);
-  EXPECT_NE(c.tiers[1].persistent, TierConfig{}.persistent);
-  EXPECT_NE(c.tiers[1].rebuild_on_mismatch, TierConfig{}.rebuild_on_mismatch);
+  CacheConfig d;
+  d.tiers.resize(c.tiers.size());
+  d.pools.resize(c.pools.size());
+  const std::set<std::string> kExceptions = {
+      "allocation.sizes",  // would replace min_size, max_size and growth_factor
+      "ratio",             // a tier has a size or a ratio
+      "rebalance.strategy",  // one choice so far
+  };
+  std::map<std::string, bool> differs;  // key path without the element index -> some element differs
+  for (const Leaf& leaf : leaves(c)) {
+    std::string key = keyPathOf(leaf);
+    differs[key] = differs[key] || valueOf(leaf, c) != valueOf(leaf, d);
+  }
+  size_t checked = 0;
+  for (const auto& [key, different] : differs) {
+    const std::string name = key.substr(key.rfind('.') + 1);
+    if (kExceptions.count(key) || kExceptions.count(name)) continue;
+    EXPECT_TRUE(different) << key << " has its default value in kFull";
+    ++checked;
+  }
+  EXPECT_GE(checked, 45u);
+}
+
+// Every row reaches its own field: two rows sharing one (a copied accessor)
+// would parse one key into another's place.
+TEST(ConfigTable, EveryRowHasItsOwnField) {
+  CacheConfig c = CacheConfig::fromJsonString(kFull);
+  std::map<const void*, std::string> owner;
+  for (const Leaf& leaf : leaves(c)) {
+    const config::Field f = leaf.option->field(&c, leaf.index);
+    const void* addr = std::visit(
+        [](const auto& p) -> const void* {
+          using P = std::decay_t<decltype(p)>;
+          if constexpr (std::is_same_v<P, std::monostate>) return nullptr;
+          else if constexpr (std::is_same_v<P, config::EnumField>) return p.value;
+          else if constexpr (std::is_same_v<P, config::RangeField>) return p.min;
+          else return p;
+        },
+        f);
+    ASSERT_NE(addr, nullptr) << leaf.path;
+    const auto [it, fresh] = owner.emplace(addr, leaf.path);
+    EXPECT_TRUE(fresh) << leaf.path << " and " << it->second << " share a field";
+  }
+}
+
+// Every row's key is accepted where the table says, and written back by toJson().
+TEST(ConfigTable, EveryRowIsWrittenByToJson) {
+  const CacheConfig c = CacheConfig::fromJsonString(kFull);
+  const Json j = Json::parse(c.toJson());
+  for (const Leaf& leaf : leaves(c)) {
+    const Json* v = &j;
+    std::istringstream parts(leaf.path);
+    for (std::string part; std::getline(parts, part, '.');) {
+      const size_t bracket = part.find('[');
+      v = &(*v)[part.substr(0, bracket)];
+      if (bracket != std::string::npos) v = &(*v)[std::stoul(part.substr(bracket + 1))];
+    }
+    EXPECT_FALSE(v->is_null()) << leaf.path << " is not in toJson()";
+  }
 }
 
 TEST(ConfigParse, RoundTripIsExact) {

@@ -3,6 +3,8 @@
 // clients are tests/server/test_protocol.py).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "allocator/cache_config.h"
@@ -115,17 +117,26 @@ TEST(ServerConfig, ErrorsNameTheField) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(error(R"({"server": {"port": 70000}})"), "server.port: must be in [0,65535]");
-  EXPECT_EQ(error(R"({"server": {"threads": 0}})"), "server.threads: must be in [1,256]");
+  EXPECT_EQ(error(R"({"server": {"port": 70000}})"), "server.port: 70000 is out of range [0, 65535]");
+  EXPECT_EQ(error(R"({"server": {"threads": 0}})"), "server.threads: 0 is out of range [1, 256]");
   EXPECT_EQ(error(R"({"server": {"listen": "localhost"}})"),
             "server.listen: \"localhost\" is not an IPv4 or IPv6 address");
-  EXPECT_EQ(error(R"({"server": {"max_conns": -1}})"), "server.max_conns: must not be negative");
+  EXPECT_EQ(error(R"({"server": {"max_conns": -1}})"), "server.max_conns: -1 is negative; expected an integer >= 0");
   EXPECT_EQ(error(R"({"server": {"max_item_size": "1MB"}})").rfind("server.max_item_size: ", 0), 0u);
   EXPECT_EQ(error(R"({"server": {"prot": 1}})").rfind("server.prot: unknown key", 0), 0u);
-  EXPECT_EQ(error(R"({"server": 3})"), "server: must be an object");
+  EXPECT_EQ(error(R"({"server": 3})"), "server: expected an object, got number 3");
   EXPECT_EQ(error(R"({"server": {"port": 1, "threads": 2, "port": 2}})"), "server.port: key appears more than once");
   EXPECT_EQ(error(R"({"workload": {"x": 1}, "server": {"x": {"port": 1}, "port": 2}})").rfind("server.x: unknown", 0),
             0u);
+}
+
+// docs/server.md carries the table the option rows print.
+TEST(ServerConfig, DocumentationContainsTheCurrentTable) {
+  std::ifstream in(std::string(TIERCACHE_SOURCE_DIR) + "/docs/server.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_NE(doc.str().find(serverOptionsMarkdown()), std::string::npos)
+      << "docs/server.md is out of date; its table should read:\n" << serverOptionsMarkdown();
 }
 
 TEST(ServerConfig, CacheParserAcceptsTheServerObject) {

@@ -80,9 +80,9 @@ TEST(TierPlan, AutoOnOneDramNodeEmulatesPmemInTheDirectory) {
   EXPECT_EQ(t1.name, "pmem");
   EXPECT_NE(plan.tiers[1].reason.find("emulated PMEM in /dev/shm (no NVM node)"), std::string::npos);
   EXPECT_EQ(plan.describe(),
-            "tier 0 'dram': dram, 256 MiB, node(s) 0, bind advisory  [auto: local DRAM node(s) 0, ratio 256 MiB of 1 GiB]\n"
-            "tier 1 'pmem': pmem-file, 768 MiB, dir /dev/shm  [auto: emulated PMEM in /dev/shm (no NVM node), ratio 768 MiB "
-            "of 1 GiB]\n");
+            "tier 0 'dram': dram, 256MiB, node(s) 0, bind advisory  [auto: local DRAM node(s) 0, ratio 256MiB of 1GiB]\n"
+            "tier 1 'pmem': pmem-file, 768MiB, dir /dev/shm  [auto: emulated PMEM in /dev/shm (no NVM node), ratio 768MiB "
+            "of 1GiB]\n");
 }
 
 TEST(TierPlan, AutoWithoutNvmOrDirectoryRunsOutOfMemoryLevels) {
@@ -212,13 +212,13 @@ TEST(TierPlan, ImpossiblePlansNameTheTier) {
   expectPlanError(req, one, 1, "a ratio needs the plan's total size");
 
   req.total_size = 64 * kMiB;
-  expectPlanError(req, one, 1, "nothing is left of the total size 64 MiB for ratio tiers");
+  expectPlanError(req, one, 1, "nothing is left of the total size 64MiB for ratio tiers");
 
   req.tiers = {sized(TierKind::kDram, 64 * kMiB), sized(TierKind::kDram, 64 * kMiB)};
   req.tiers[0].name = "x";
   req.tiers[1].name = "y";
   req.total_size = 100 * kMiB;
-  expectPlanError(req, one, 1, "the tiers' sizes up to here (128 MiB) exceed the total size 100 MiB");
+  expectPlanError(req, one, 1, "the tiers' sizes up to here (128MiB) exceed the total size 100MiB");
 
   req.total_size = 0;
   req.tiers[1].name = "x";
@@ -237,23 +237,23 @@ TEST(TierPlan, ImpossiblePlansNameTheTier) {
   expectPlanError(req, one, 1, "pmem-file needs a path");
   req.tiers[1].path = "/dev/shm";
   req.tiers[1].size = 8 * kMiB;
-  expectPlanError(req, one, 1, "pmem-file size 8 MiB is below the 16 MiB minimum");
+  expectPlanError(req, one, 1, "pmem-file size 8MiB is below the 16MiB minimum");
   req.tiers[1].size = 64 * kMiB;
   req.tiers[1].nodes = {0};
   expectPlanError(req, one, 1, "'nodes' does not apply to a pmem-file tier");
 
   req.tiers = {sized(TierKind::kDram, 1 * kMiB)};
   req.slab_size = 4 * kMiB;
-  expectPlanError(req, one, 0, "size 1 MiB is smaller than one slab (4 MiB)");
+  expectPlanError(req, one, 0, "size 1MiB is smaller than one slab (4MiB)");
   req.slab_size = 0;
 
-  // Capacity: node 0 of dram_nvm.xml holds 16 GiB.
+  // Capacity: node 0 of dram_nvm.xml holds 16GiB.
   req.tiers = {sized(TierKind::kDram, 20 * kGiB, {0})};
-  expectPlanError(req, nvm, 0, "20 GiB on node(s) 0 does not fit: they hold 16 GiB");
+  expectPlanError(req, nvm, 0, "20GiB on node(s) 0 does not fit: they hold 16GiB");
   req.tiers = {sized(TierKind::kDram, 10 * kGiB, {0}), sized(TierKind::kDram, 10 * kGiB, {0})};
   req.tiers[0].name = "a";
   req.tiers[1].name = "b";
-  expectPlanError(req, nvm, 1, "earlier tiers already take 10 GiB");
+  expectPlanError(req, nvm, 1, "earlier tiers already take 10GiB");
 }
 
 // Over every saved machine: a plan is concrete, in order, and sums to the total.

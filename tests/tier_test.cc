@@ -173,7 +173,7 @@ TEST_P(TierPmemFile, AFileWhereADirectoryBelongsIsRefused) {
 TEST_P(TierPmemFile, BelowTheSixteenMiBMinimumIsRefused) {
   TempDir dir(GetParam(), "tiercache-tier-test");
   expectTierError([&] { PmemFileTier("pm", dir.path(), 16 * kMiB - 4096); },
-                  {"tier 'pm': size 16773120 bytes is below the 16 MiB minimum for a PMEM tier"});
+                  {"tier 'pm': size 16773120 bytes is below the 16MiB minimum for a PMEM tier"});
   EXPECT_TRUE(dir.entries().empty());
 }
 

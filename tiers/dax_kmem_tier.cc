@@ -1,4 +1,5 @@
 #include "dax_kmem_tier.h"
+#include "../config/sizes.h"
 
 #include <memkind.h>
 #include <sys/mman.h>
@@ -65,7 +66,7 @@ DaxKmemTier::~DaxKmemTier() {
 }
 
 std::string DaxKmemTier::describe() const {
-  return "dax-kmem, " + std::to_string(size_ >> 20) + " MiB, bound to node " + nodeListString(nodes_) + " (strict)";
+  return "dax-kmem, " + formatSizeApprox(size_) + ", bound to node " + nodeListString(nodes_) + " (strict)";
 }
 
 }  // namespace tiercache

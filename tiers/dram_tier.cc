@@ -1,4 +1,5 @@
 #include "dram_tier.h"
+#include "../config/sizes.h"
 
 #include <sys/mman.h>
 
@@ -47,7 +48,7 @@ DramTier::~DramTier() {
 }
 
 std::string DramTier::describe() const {
-  std::string out = "dram, " + std::to_string(size_ >> 20) + " MiB, ";
+  std::string out = "dram, " + formatSizeApprox(size_) + ", ";
   if (nodes_.empty()) return out + "anonymous mapping, not bound";
   if (bound_) return out + "bound to node " + nodeListString(nodes_) + " (" + bindPolicyName(policy_) + ")";
   if (policy_ == BindPolicy::kNone) return out + "node " + nodeListString(nodes_) + " requested, bind_policy none";

@@ -7,21 +7,16 @@
 
 namespace tiercache {
 
-const char* tierKindName(TierKind kind) {
-  switch (kind) {
-    case TierKind::kDram: return "dram";
-    case TierKind::kPmemFile: return "pmem-file";
-    case TierKind::kDaxKmem: return "dax-kmem";
-    case TierKind::kAuto: return "auto";
-  }
-  return "unknown";
-}
+const char* tierKindName(TierKind kind) { return nameOf(kTierKindNames, kind).data(); }
 
-std::optional<TierKind> tierKindFromName(std::string_view name) {
-  for (TierKind k : {TierKind::kDram, TierKind::kPmemFile, TierKind::kDaxKmem, TierKind::kAuto}) {
-    if (name == tierKindName(k)) return k;
-  }
-  return std::nullopt;
+std::optional<TierKind> tierKindFromName(std::string_view name) { return valueOf(kTierKindNames, name); }
+
+const char* tierNodesProblem(const TierConfig& t) {
+  if (t.nodes.empty()) return nullptr;
+  // A file's pages are placed by the file system, not by a binding.
+  if (t.kind == TierKind::kPmemFile) return "does not apply to a pmem-file tier (its file system places the pages)";
+  if (t.kind == TierKind::kAuto) return "does not apply to an auto tier (the planner picks the nodes)";
+  return nullptr;
 }
 
 namespace {
@@ -35,9 +30,7 @@ uint64_t checkedSize(const TierConfig& cfg, uint64_t slabSize) {
     throw TierError(cfg.name, "size " + std::to_string(cfg.size) + " is smaller than one slab (" +
                                   std::to_string(slabSize) + " bytes)");
   }
-  if (cfg.kind == TierKind::kPmemFile && !cfg.nodes.empty()) {
-    throw TierError(cfg.name, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
-  }
+  if (const char* why = tierNodesProblem(cfg)) throw TierError(cfg.name, std::string("'nodes' ") + why);
   return size;
 }
 

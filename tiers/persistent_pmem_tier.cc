@@ -1,4 +1,5 @@
 #include "persistent_pmem_tier.h"
+#include "../config/sizes.h"
 
 
 #include <fcntl.h>
@@ -63,17 +64,10 @@ using pmem_layout::SlabRecordSlot;
 
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 // PMEMOBJ_MAX_ALLOC_SIZE in PMDK 1.12's <libpmemobj/base.h>; kept here so
 // this file needs no PMDK header.
 constexpr uint64_t kPmemObjMaxAlloc = 0x3FFDFFFC0ull;
 constexpr uint64_t kZoneBytes = 16ull << 30;  // roughly one libpmemobj heap zone
-
-std::string mib(uint64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / kMiB);
-  return buf;
-}
 
 std::string hex(uint64_t v) {
   char buf[32];
@@ -437,7 +431,7 @@ void PersistentPmemTier::checkConfig() const {
     refuse(std::to_string(size_ / slabSize_) + " slabs are more than a slab record index holds; raise the slab size");
   }
   if (size_ > maxSize()) {
-    refuse("size " + mib(size_) + " is above the largest persistent tier, " + mib(maxSize()) +
+    refuse("size " + formatSizeApprox(size_) + " is above the largest persistent tier, " + formatSizeApprox(maxSize()) +
            " (one libpmemobj allocation holds the slab area); split it into several tiers");
   }
   const std::string dir = parentDir(path_);
@@ -514,7 +508,7 @@ void PersistentPmemTier::createPool() {
       const int err = errno;
       ::close(tmpFd);
       if (tmp == named) ::unlink(named.c_str());
-      refuse("cannot size the new pool file to " + mib(bytes) + ": " + std::strerror(err));
+      refuse("cannot size the new pool file to " + formatSizeApprox(bytes) + ": " + std::strerror(err));
     }
   };
   auto dropTemporary = [&] {
@@ -533,7 +527,7 @@ void PersistentPmemTier::createPool() {
       const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       if (avail < fileSize) {
         dropTemporary();
-        refuse("not enough space in '" + dir + "': the pool needs " + mib(fileSize) + ", " + mib(avail) + " free");
+        refuse("not enough space in '" + dir + "': the pool needs " + formatSizeApprox(fileSize) + ", " + formatSizeApprox(avail) + " free");
       }
     }
     try {
@@ -782,7 +776,7 @@ std::string PersistentPmemTier::describe() const {
   } else {
     durability = fsType_ + ": durable (cache flushes on DAX PMEM, msync elsewhere)";
   }
-  return "pmem-file, " + std::to_string(size_ >> 20) + " MiB, persistent pool " + path_ + " (" + mib(mappedBytes()) +
+  return "pmem-file, " + formatSizeApprox(size_) + ", persistent pool " + path_ + " (" + formatSizeApprox(mappedBytes()) +
          " file; " + durability + "), " + openReport_;
 }
 

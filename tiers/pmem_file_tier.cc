@@ -1,4 +1,5 @@
 #include "pmem_file_tier.h"
+#include "../config/sizes.h"
 
 #include "file_system.h"
 
@@ -17,11 +18,6 @@ namespace tiercache {
 
 namespace {
 
-std::string mib(uint64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
 
 // An unlinked file in `dir`: O_TMPFILE where the file system has it,
 // else mkstemp + unlink. Returns the fd or -1 with errno set.
@@ -45,7 +41,7 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
   }
   if (size_ < kPmemMinSize) {
     throw TierError(name_, "size " + std::to_string(size_) + " bytes is below the " +
-                               std::to_string(kPmemMinSize >> 20) + " MiB minimum for a PMEM tier");
+                               formatSize(kPmemMinSize) + " minimum for a PMEM tier");
   }
   struct stat st {};
   if (::stat(directory_.c_str(), &st) != 0) {
@@ -77,18 +73,18 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
   if (::fstatvfs(fd_, &vfs) == 0) {
     const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (avail < size_) {
-      fail("not enough space in '" + directory_ + "': the tier needs " + mib(size_) + ", " + mib(avail) +
+      fail("not enough space in '" + directory_ + "': the tier needs " + formatSizeApprox(size_) + ", " + formatSizeApprox(avail) +
            " free");
     }
   }
   if (int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(size_)); rc != 0) {
-    if (rc == ENOSPC) fail("not enough space in '" + directory_ + "' for " + mib(size_) + " (fallocate: ENOSPC)");
-    fail("posix_fallocate of " + mib(size_) + " in '" + directory_ + "' failed: " + std::strerror(rc));
+    if (rc == ENOSPC) fail("not enough space in '" + directory_ + "' for " + formatSizeApprox(size_) + " (fallocate: ENOSPC)");
+    fail("posix_fallocate of " + formatSizeApprox(size_) + " in '" + directory_ + "' failed: " + std::strerror(rc));
   }
   struct statfs sfs {};
   fsType_ = ::fstatfs(fd_, &sfs) == 0 ? fileSystemName(sfs.f_type) : "unknown fs";
   void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) fail("mmap of " + mib(size_) + " from '" + directory_ + "' failed: " + std::strerror(errno));
+  if (p == MAP_FAILED) fail("mmap of " + formatSizeApprox(size_) + " from '" + directory_ + "' failed: " + std::strerror(errno));
   base_ = static_cast<std::byte*>(p);
 }
 
@@ -108,7 +104,7 @@ uint64_t PmemFileTier::allocatedBytes() const {
 }
 
 std::string PmemFileTier::describe() const {
-  return "pmem-file, " + std::to_string(size_ >> 20) + " MiB, unlinked file in " + directory_ + " (" + fsType_ +
+  return "pmem-file, " + formatSizeApprox(size_) + ", unlinked file in " + directory_ + " (" + fsType_ +
          ", volatile)";
 }
 

@@ -41,7 +41,20 @@ struct TierConfig {
   friend bool operator==(const TierConfig&, const TierConfig&) = default;
 };
 
+// The one list of the names, in enum order (the config's choices).
+inline constexpr std::array<NameRow<TierKind>, 4> kTierKindNames = {{{TierKind::kDram, "dram"},
+                                                                    {TierKind::kPmemFile, "pmem-file"},
+                                                                    {TierKind::kDaxKmem, "dax-kmem"},
+                                                                    {TierKind::kAuto, "auto"}}};
+static_assert(isDenseNameTable(kTierKindNames, TierKind::kAuto));
+
 const char* tierKindName(TierKind kind);  // "dram", "pmem-file", "dax-kmem", "auto"
 std::optional<TierKind> tierKindFromName(std::string_view name);  // inverse of tierKindName
+
+// Which kinds take `nodes`, stated once: nullptr when `t`'s nodes are
+// fine, else why not ("does not apply to a pmem-file tier (...)"). Config
+// validation reports it at tiers[i].nodes; the planner and openTier() only
+// defend themselves with the same words.
+const char* tierNodesProblem(const TierConfig& t);
 
 }  // namespace tiercache

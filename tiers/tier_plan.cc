@@ -1,4 +1,5 @@
 #include "tier_plan.h"
+#include "../config/sizes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -111,23 +112,6 @@ void checkNodes(int i, const TierConfig& t, const Topology& topo) {
 
 }  // namespace
 
-std::string TierPlan::formatBytes(uint64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  double v = static_cast<double>(bytes);
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  char buf[48];
-  if (u == 0 || v == std::floor(v)) {
-    std::snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
-  }
-  return buf;
-}
-
 std::vector<TierConfig> TierPlan::configs() const {
   std::vector<TierConfig> out;
   for (const PlannedTier& t : tiers) out.push_back(t.config);
@@ -138,7 +122,7 @@ std::string TierPlan::describe() const {
   std::string out;
   for (size_t i = 0; i < tiers.size(); i++) {
     const TierConfig& c = tiers[i].config;
-    out += "tier " + std::to_string(i) + " '" + c.name + "': " + tierKindName(c.kind) + ", " + formatBytes(c.size);
+    out += "tier " + std::to_string(i) + " '" + c.name + "': " + tierKindName(c.kind) + ", " + formatSizeApprox(c.size);
     if (c.kind == TierKind::kPmemFile) out += ", dir " + c.path;
     if (!c.nodes.empty()) out += ", node(s) " + nodeListString(c.nodes);
     if (c.kind == TierKind::kDram && !c.nodes.empty()) out += std::string(", bind ") + bindPolicyName(c.bind_policy);
@@ -178,14 +162,14 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
     for (int i = 0; i < n; i++) {
       sum += req.tiers[i].size;
       if (sum > req.total_size) {
-        throw TierPlanError(i, "the tiers' sizes up to here (" + TierPlan::formatBytes(sum) +
-                                   ") exceed the total size " + TierPlan::formatBytes(req.total_size));
+        throw TierPlanError(i, "the tiers' sizes up to here (" + formatSizeApprox(sum) +
+                                   ") exceed the total size " + formatSizeApprox(req.total_size));
       }
     }
   }
   if (firstRatio >= 0 && sized >= req.total_size) {
-    throw TierPlanError(firstRatio, "nothing is left of the total size " + TierPlan::formatBytes(req.total_size) +
-                                        " for ratio tiers after the sized tiers take " + TierPlan::formatBytes(sized));
+    throw TierPlanError(firstRatio, "nothing is left of the total size " + formatSizeApprox(req.total_size) +
+                                        " for ratio tiers after the sized tiers take " + formatSizeApprox(sized));
   }
   const uint64_t remaining = req.total_size > sized ? req.total_size - sized : 0;
   int lastRatio = -1;
@@ -238,9 +222,7 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
         c.path = req.pmem_dir;
         out.reason = "as configured, in the plan's pmem_dir";
       }
-      if (c.kind == TierKind::kPmemFile && !c.nodes.empty()) {
-        throw TierPlanError(i, "'nodes' does not apply to a pmem-file tier (its file system places the pages)");
-      }
+      if (const char* why = tierNodesProblem(c)) throw TierPlanError(i, std::string("'nodes' ") + why);
       checkNodes(i, c, topo);
     }
 
@@ -250,20 +232,20 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
       // plan uses the total up to one slab.
       const long double share = static_cast<long double>(remaining) * in.ratio / ratioSum;
       c.size = i == lastRatio ? remaining - ratioPlanned : static_cast<uint64_t>(share);
-      out.reason += ", ratio " + TierPlan::formatBytes(static_cast<uint64_t>(share)) + " of " +
-                    TierPlan::formatBytes(remaining);
+      out.reason += ", ratio " + formatSizeApprox(static_cast<uint64_t>(share)) + " of " +
+                    formatSizeApprox(remaining);
     }
     const uint64_t unrounded = c.size;
     if (req.slab_size > 0) c.size = c.size / req.slab_size * req.slab_size;
     if (in.size == 0) ratioPlanned += c.size;
     c.ratio = 0;
     if (c.size == 0) {
-      throw TierPlanError(i, "size " + TierPlan::formatBytes(unrounded) + " is smaller than one slab (" +
-                                 TierPlan::formatBytes(req.slab_size) + ")");
+      throw TierPlanError(i, "size " + formatSizeApprox(unrounded) + " is smaller than one slab (" +
+                                 formatSizeApprox(req.slab_size) + ")");
     }
     if (c.kind == TierKind::kPmemFile && c.size < kPmemMinSize) {
-      throw TierPlanError(i, "pmem-file size " + TierPlan::formatBytes(c.size) + " is below the " +
-                                 TierPlan::formatBytes(kPmemMinSize) + " minimum for a PMEM tier");
+      throw TierPlanError(i, "pmem-file size " + formatSizeApprox(c.size) + " is below the " +
+                                 formatSizeApprox(kPmemMinSize) + " minimum for a PMEM tier");
     }
     if (!c.nodes.empty()) {
       uint64_t capacity = 0;
@@ -278,9 +260,9 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
       uint64_t& used = nodeUse[key];
       used += c.size;
       if (known && used > capacity) {
-        throw TierPlanError(i, TierPlan::formatBytes(c.size) + " on node(s) " + nodeListString(c.nodes) +
-                                   " does not fit: they hold " + TierPlan::formatBytes(capacity) +
-                                   (used > c.size ? " and earlier tiers already take " + TierPlan::formatBytes(used - c.size)
+        throw TierPlanError(i, formatSizeApprox(c.size) + " on node(s) " + nodeListString(c.nodes) +
+                                   " does not fit: they hold " + formatSizeApprox(capacity) +
+                                   (used > c.size ? " and earlier tiers already take " + formatSizeApprox(used - c.size)
                                                   : std::string()));
       }
     }

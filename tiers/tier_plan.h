@@ -63,8 +63,6 @@ struct TierPlan {
   std::vector<TierConfig> configs() const;
   // One line per tier, for reports and tiercache-topo.
   std::string describe() const;
-  // "512 MiB", "1.5 GiB", "4096 B".
-  static std::string formatBytes(uint64_t bytes);
 };
 
 // Throws TierPlanError for an impossible plan (and TopologyError for a

@@ -140,7 +140,7 @@ std::string optValue(const std::optional<uint64_t>& v, const char* unit) {
 std::string nodeLine(const NumaNode& n) {
   std::string s = "NUMANode P#" + std::to_string(n.os_index) + "  " + memoryKindName(n.kind);
   if (!n.subtype.empty() && n.subtype != memoryKindName(n.kind)) s += " (" + n.subtype + ")";
-  s += "  " + TierPlan::formatBytes(n.capacity);
+  s += "  " + formatSizeApprox(n.capacity);
   s += "  cpus " + (n.cpus.empty() ? std::string("none") : n.cpus);
   s += "  bandwidth " + optValue(n.bandwidth_mibs, "MiB/s") + ", latency " + optValue(n.latency_ns, "ns");
   if (!n.dax_device.empty()) {
@@ -168,14 +168,14 @@ void printText(const Topology& topo, const TierPlanRequest& req, const std::opti
   }
   uint64_t total[4] = {};
   for (const NumaNode& n : topo.nodes()) total[static_cast<int>(n.kind)] += n.capacity;
-  std::cout << "Memory: DRAM " << TierPlan::formatBytes(total[0]) << ", NVM " << TierPlan::formatBytes(total[1])
-            << ", HBM " << TierPlan::formatBytes(total[2]) << ", other " << TierPlan::formatBytes(total[3]) << "\n";
+  std::cout << "Memory: DRAM " << formatSizeApprox(total[0]) << ", NVM " << formatSizeApprox(total[1])
+            << ", HBM " << formatSizeApprox(total[2]) << ", other " << formatSizeApprox(total[3]) << "\n";
   if (memkindKmem) {
     std::cout << "memkind MEMKIND_DAX_KMEM: " << (*memkindKmem ? "available" : "not available") << "\n";
   }
   std::cout << "Plan ("
-            << (req.total_size ? "total " + TierPlan::formatBytes(req.total_size) : std::string("sized tiers")) << ", slab "
-            << TierPlan::formatBytes(req.slab_size)
+            << (req.total_size ? "total " + formatSizeApprox(req.total_size) : std::string("sized tiers")) << ", slab "
+            << formatSizeApprox(req.slab_size)
             << (req.pmem_dir.empty() ? std::string(", no pmem dir") : ", pmem dir " + req.pmem_dir) << "):\n";
   if (plan) {
     std::istringstream lines(plan->describe());

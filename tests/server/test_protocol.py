@@ -482,7 +482,7 @@ class Limits(unittest.TestCase):
         self.assertIn(b"-t needs a whole number", r.stderr)
         r = subprocess.run([SERVER, "-t", "0", "-p", "0"], capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 2)
-        self.assertIn(b"server.threads: must be in [1,256]", r.stderr)
+        self.assertIn(b"server.threads: 0 is out of range [1, 256]", r.stderr)
         with Server(threads=1) as probe:
             import json
             cfg = base_config()
