@@ -35,6 +35,14 @@ uint64_t AccessIndex::metadataBytes() const {
   return (mask_ + 1) * sizeof(uint32_t) + (stripeMask_ + 1) * sizeof(Stripe);
 }
 
+namespace {
+// Checked on the item a publish links: held by the publisher's reference,
+// neither published nor claimed nor free.
+[[maybe_unused]] bool isUnpublishedAndPinned(uint32_t s) {
+  return (s & Item::kRefMask) != 0 && !(s & (Item::kAccessible | Item::kExclusive | Item::kFreeSlot));
+}
+}  // namespace
+
 CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
@@ -63,6 +71,8 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
   using Kind = InsertCondition::Kind;
   InsertOutcome out;
   const std::string_view key = item->key();
+  // The caller's handle pins the new item, which nothing has published or claimed.
+  TC_DCHECK(isUnpublishedAndPinned(item->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
@@ -151,6 +161,8 @@ bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(*link));
     if (*link == ref.raw()) {
+      // The caller pins, claims or moves the item, so it outlives the unlink.
+      TC_DCHECK(it->state.load(std::memory_order_relaxed) & (Item::kRefMask | Item::kExclusive | Item::kMoving));
       invalidateIfDurable(it, ref);
       *link = it->hashNext;
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
@@ -162,11 +174,15 @@ bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
 }
 
 bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item* newItem, uint64_t hash) {
+  // The mover pins its copy, which nothing has published yet.
+  TC_DCHECK(isUnpublishedAndPinned(newItem->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(*link));
     if (*link == oldRef.raw()) {
+      // Only the mover (kMoving) or the claimer (kExclusive) of the original swaps it.
+      TC_DCHECK(it->state.load(std::memory_order_relaxed) & (Item::kMoving | Item::kExclusive));
       // Copy in before original out (both carry the same sequence number):
       // a crash in between keeps one of two identical copies.
       commitIfDurable(newItem, newRef);

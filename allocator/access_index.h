@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compressed_ref.h"
+#include "dcheck.h"
 #include "expiry.h"
 #include "item.h"
 #include "slab_allocator.h"
@@ -128,7 +129,12 @@ class AccessIndex {
     SpinLock lock;
   };
   uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
-  SpinLock& lockFor(uint64_t bucket) const { return stripes_[bucket & stripeMask_].lock; }
+  // Every stripe lock is taken through here: check the lock order (no
+  // stripe lock under a class lock; see dcheck.h).
+  SpinLock& lockFor(uint64_t bucket) const {
+    TC_DCHECK(dcheck::classLocksHeldByThisThread() == 0);
+    return stripes_[bucket & stripeMask_].lock;
+  }
   bool durable(CompressedRef ref) const { return persistence_ && table_.persistent(ref); }
   void commitIfDurable(Item* item, CompressedRef ref) {
     if (durable(ref)) persistence_->commit(item, ref);

@@ -48,6 +48,7 @@
 
 #include "../eviction/eviction_policy.h"
 #include "compressed_ref.h"
+#include "dcheck.h"
 
 namespace tiercache {
 
@@ -128,6 +129,7 @@ class Item {
     uint32_t s = state.load(std::memory_order_relaxed);
     uint32_t next;
     do {
+      TC_DCHECK((s & kRefMask) != 0);  // a release without a reference
       next = s - 1;
       if ((s & kRefMask) == 1 && !(s & (kAccessible | kExclusive | kMoving))) next |= kExclusive;
     } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
@@ -140,6 +142,7 @@ class Item {
     uint32_t s = state.load(std::memory_order_relaxed);
     uint32_t next;
     do {
+      TC_DCHECK(s & kAccessible);  // only a published item is unpublished
       next = s & ~kAccessible;
       if ((s & kRefMask) == 0 && !(s & (kExclusive | kMoving))) next |= kExclusive;
     } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
@@ -172,6 +175,7 @@ class Item {
     uint32_t s = state.load(std::memory_order_relaxed);
     uint32_t next;
     do {
+      TC_DCHECK(s & kMoving);  // only the mover that set kMoving ends the move
       next = s & ~kMoving;
       if ((s & kRefMask) == 0 && !(s & (kAccessible | kExclusive))) next |= kExclusive;
     } while (!state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
@@ -190,6 +194,12 @@ class Item {
     return 0;
   }
   void clearLowerTierHits() { state.fetch_and(~kHitMask, std::memory_order_relaxed); }
+
+  // What the one thread allowed to free or reuse the slot sees: claimed,
+  // unpinned, unpublished, not being moved (checked where slots are freed).
+  static bool isOwnedState(uint32_t s) {
+    return (s & kExclusive) && !(s & (kRefMask | kAccessible | kMoving | kFreeSlot));
+  }
 };
 
 static_assert(sizeof(Item) == 44, "item header budget is 44 bytes");

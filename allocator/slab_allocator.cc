@@ -51,7 +51,7 @@ AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool,
       policy_(std::move(policy)) {}
 
 CompressedRef AllocationClass::popFree(bool* belowLow) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   const CompressedRef ref = popFreeLocked();
   if (belowLow) {
     const uint64_t free = freeCount_ + uncarvedLocked();
@@ -63,7 +63,7 @@ CompressedRef AllocationClass::popFree(bool* belowLow) {
 }
 
 size_t AllocationClass::allocateSlots(size_t n, CompressedRef* out) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   size_t got = 0;
   while (got < n) {
     const CompressedRef ref = popFreeLocked();
@@ -97,7 +97,7 @@ CompressedRef AllocationClass::popFreeLocked() {
 
 void AllocationClass::pushFree(CompressedRef ref) {
   Item* it = table_.item(ref);
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
   it->hashNext = freeHead_;
   freeHead_ = ref.raw();
@@ -114,7 +114,7 @@ void AllocationClass::deferFree(CompressedRef ref) {
 
 size_t AllocationClass::drainDeferred() {
   if (!hasDeferred()) return 0;
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   return drainDeferredLocked();
 }
 
@@ -147,7 +147,7 @@ size_t AllocationClass::drainDeferredLocked() {
 
 void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {
   if (n == 0) return;
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) {
     Item* it = table_.item(refs[i]);
     it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
@@ -158,7 +158,7 @@ void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {
 }
 
 void AllocationClass::addSlab(uint32_t slab) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   slabs_.push_back(slab);
   slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
   // Keep carving the current slab first: the new one goes underneath.
@@ -171,13 +171,13 @@ void AllocationClass::addSlab(uint32_t slab) {
 }
 
 void AllocationClass::adoptSlab(uint32_t slab) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   slabs_.push_back(slab);
   slabsHint_.store(static_cast<uint32_t>(slabs_.size()), std::memory_order_relaxed);
 }
 
 uint64_t AllocationClass::slabCount() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   return slabs_.size();
 }
 
@@ -187,7 +187,7 @@ uint32_t AllocationClass::uncarvedLocked() const {
 }
 
 uint64_t AllocationClass::freeSlots() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   return freeCount_ + uncarvedLocked();
 }
 
@@ -201,6 +201,7 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
   for (size_t i = from; i < claimed.size(); ++i) {
     Item* it = table_.item(claimed[i]);
     uint32_t s = it->state.load(std::memory_order_relaxed);
+    TC_DCHECK((s & Item::kExclusive) && !(s & Item::kRefMask));  // our claim: nobody pinned or dropped it
     while ((s & Item::kAccessible) &&
            !it->state.compare_exchange_weak(s, s & ~Item::kExclusive, std::memory_order_release,
                                             std::memory_order_relaxed)) {
@@ -217,7 +218,7 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
 }
 
 uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   if (slabs_.empty()) return CompressedRef::kNull;
   const uint32_t bits = table_.slotBits();
 
@@ -291,7 +292,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
 }
 
 void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<ClassMutex> g(lock_);
   const std::string where = "class(t" + std::to_string(tier_) + ",p" + std::to_string(pool_) + ",c" +
                             std::to_string(id_) + "): ";
   const uint32_t bits = table_.slotBits();

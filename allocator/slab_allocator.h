@@ -27,6 +27,7 @@
 #include "cache_config.h"
 #include "cache_stats.h"
 #include "compressed_ref.h"
+#include "dcheck.h"
 #include "item.h"
 
 namespace tiercache {
@@ -123,6 +124,7 @@ class AllocationClass {
   // Frees an item the caller owns exclusively (see Item): out of the
   // eviction list if it is still a member, onto the free list.
   void freeOwned(CompressedRef ref) {
+    TC_DCHECK(Item::isOwnedState(table_.item(ref)->state.load(std::memory_order_relaxed)));
     policy_->remove(ref.raw());
     pushFree(ref);
   }
@@ -188,7 +190,7 @@ class AllocationClass {
   std::atomic<uint32_t> slabsHint_{0};  // slabs_.size(), written under lock_
   uint64_t lowSlots_ = 0;
 
-  mutable std::mutex lock_;
+  mutable ClassMutex lock_;  // counts holders in checked builds (dcheck.h)
   std::vector<uint32_t> slabs_;        // every slab owned
   std::vector<uint32_t> carve_;        // slabs not fully carved; carving the back one
   uint32_t carveNext_ = 0;             // next uncarved slot in carve_.back()

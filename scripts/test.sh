@@ -26,12 +26,13 @@ done
 # test file under ASan takes 8 s at -O0 -g, 19 s at -O1 -g1, 25 s at -O1 -g
 # and 45 s at -O2 -g, while the whole suite ran no slower at -O0 (ASan 34 s
 # against 39 s at -O1; TSan 63 s against 76 s): build time dominates.
-# Only the test binary and tiercache-server (its protocol tests run against
+# Only the test binaries (tiercache_tests, tiercache_bench_tests) and
+# tiercache-server (its protocol tests run against
 # the sanitized server) are built there (no other tools, no micro-benchmarks), but
 # with TIERCACHE_BUILD_BENCH on, since the workload tests need bench/'s
 # library and its multi-threaded runner is worth running under TSan.
 sanitizer_flags=(-DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DTIERCACHE_BUILD_BENCH=ON)
-sanitizer_targets="tiercache_tests tiercache-server"
+sanitizer_targets="tiercache_tests tiercache_bench_tests tiercache-server"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"

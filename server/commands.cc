@@ -1,9 +1,6 @@
 // memcached semantics over the Cache API (see commands.h).
 #include "commands.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <charconv>
 #include <cstring>
 #include <span>
@@ -17,19 +14,6 @@ namespace {
 
 constexpr int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
 constexpr int kCasRetries = 1000;                       // bounded work for read-modify-write loops
-
-int64_t nowUnix() { return std::chrono::duration_cast<seconds>(system_clock::now().time_since_epoch()).count(); }
-
-void addNumber(std::string& s, uint64_t v) {
-  char buf[24];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  s.append(buf, p);
-}
-void addSigned(std::string& s, int64_t v) {
-  char buf[24];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  s.append(buf, p);
-}
 
 void reply(ReplySink& out, const Request& r, std::string_view line) {
   if (r.noreply) return;
@@ -608,130 +592,6 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   }
   line += "\r\n";
   out.add(line);
-}
-
-void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) {
-  std::string s;
-  auto stat = [&s](std::string_view name, auto value) {
-    s += "STAT ";
-    s.append(name);
-    s += ' ';
-    if constexpr (std::is_convertible_v<decltype(value), std::string_view>) {
-      s.append(std::string_view(value));
-    } else if constexpr (std::is_floating_point_v<decltype(value)>) {
-      char buf[32];
-      snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(value));
-      s += buf;
-    } else if constexpr (std::is_signed_v<decltype(value)>) {
-      addSigned(s, static_cast<int64_t>(value));
-    } else {
-      addNumber(s, static_cast<uint64_t>(value));
-    }
-    s += "\r\n";
-  };
-  const CacheStats cs = cache_.stats();
-  if (r.statsArgs.empty()) {
-    struct rusage ru {};
-    getrusage(RUSAGE_SELF, &ru);
-    stat("pid", static_cast<int64_t>(getpid()));
-    stat("uptime", static_cast<uint64_t>(std::chrono::duration_cast<seconds>(
-                                             std::chrono::steady_clock::now() - state_.started).count()));
-    stat("time", nowUnix());
-    stat("version", kVersion);
-    stat("pointer_size", static_cast<uint64_t>(sizeof(void*) * 8));
-    stat("rusage_user", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6);
-    stat("rusage_system", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
-    stat("max_connections", static_cast<uint64_t>(config_.max_conns));
-    stat("curr_connections", state_.currConnections.load());
-    stat("total_connections", state_.totalConnections.load());
-    stat("rejected_connections", state_.rejectedConnections.load());
-#define TIERCACHE_SUM_COUNTER(name, help)                                              \
-  {                                                                                      \
-    uint64_t sum = 0;                                                                    \
-    for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
-    stat(#name, sum);                                                                    \
-  }
-    TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
-#undef TIERCACHE_SUM_COUNTER
-    uint64_t limit = 0;
-    for (const TierStats& t : cs.tiers) limit += t.configured_bytes;
-    stat("limit_maxbytes", limit);
-    stat("threads", static_cast<uint64_t>(config_.threads));
-    stat("curr_items", cs.items);
-    stat("total_items", cs.inserts);
-    stat("evictions", cs.evictions + cs.background_evictions);
-    stat("demotions", cs.demotions);
-    stat("promotions", cs.promotions);
-  } else if (r.statsArgs == "slabs") {
-    // One "slab class" per (tier, pool, allocation class): ids number them in order.
-    uint64_t active = 0, total = 0;
-    for (size_t i = 0; i < cs.classes.size(); ++i) {
-      const ClassStats& k = cs.classes[i];
-      std::string p = std::to_string(i + 1) + ":";
-      stat(p + "tier", static_cast<uint64_t>(k.tier));
-      stat(p + "pool", static_cast<uint64_t>(k.pool));
-      stat(p + "chunk_size", static_cast<uint64_t>(k.alloc_size));
-      stat(p + "total_pages", k.slabs);
-      stat(p + "used_chunks", k.items);
-      stat(p + "free_chunks", k.free_slots);
-      stat(p + "evictions", k.evictions + k.background_evictions);
-      active += k.slabs ? 1 : 0;
-      total += k.slabs * cache_.config().slab_size;
-    }
-    stat("active_slabs", active);
-    stat("total_malloced", total);
-  } else if (r.statsArgs == "items") {
-    for (size_t i = 0; i < cs.classes.size(); ++i) {
-      const ClassStats& k = cs.classes[i];
-      std::string p = "items:" + std::to_string(i + 1) + ":";
-      stat(p + "number", k.items);
-      stat(p + "evicted", k.evictions + k.background_evictions);
-      stat(p + "demoted", k.demotions);
-      stat(p + "promoted", k.promotions);
-    }
-  } else if (r.statsArgs == "tiers") {
-    for (const TierStats& t : cs.tiers) {
-      std::string p = "tier:" + std::to_string(t.tier) + ":";
-      stat(p + "name", t.name);
-      stat(p + "kind", t.kind);
-      stat(p + "persistent", t.persistent ? "yes" : "no");
-      stat(p + "bytes", t.configured_bytes);
-      stat(p + "slabs_total", t.slabs_total);
-      stat(p + "slabs_used", t.slabs_used);
-      stat(p + "items", t.items);
-      stat(p + "hits", t.hits);
-      stat(p + "hit_ratio", cs.tierHitRatio(t.tier));
-      stat(p + "evictions", t.evictions + t.background_evictions);
-      stat(p + "demotions", t.demotions);
-      stat(p + "promotions", t.promotions);
-    }
-  } else if (r.statsArgs == "cache") {
-    // Every row of the cache's counter tables (cache_stats.h), under its own
-    // name: the whole cache, then tier:<n>:<name> per tier.
-    for (const MetricDesc& m : metricTable()) {
-      if (m.cache) stat(m.name, cs.*m.cache);
-    }
-    for (const TierStats& t : cs.tiers) {
-      const std::string p = "tier:" + std::to_string(t.tier) + ":";
-      for (const MetricDesc& m : metricTable()) {
-        if (m.tier) stat(p + m.name, t.*m.tier);
-      }
-    }
-  } else if (r.statsArgs == "settings") {
-    stat("maxconns", static_cast<uint64_t>(config_.max_conns));
-    stat("tcpport", static_cast<uint64_t>(config_.port));
-    stat("interface", config_.listen);
-    stat("num_threads", static_cast<uint64_t>(config_.threads));
-    stat("item_size_max", config_.max_item_size);
-    stat("idle_timeout", static_cast<uint64_t>(config_.idle_timeout));
-    stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
-  } else {
-    c.add(c.protocol_errors);
-    out.add("ERROR\r\n");
-    return;
-  }
-  s += "END\r\n";
-  out.add(s);
 }
 
 }  // namespace tiercache::server

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -118,6 +119,21 @@ class CommandHandler {
   const ServerConfig& config_;
   ServerState& state_;
 };
+
+// Decimal text appended to a reply or a stats line.
+inline void addNumber(std::string& s, uint64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  s.append(buf, p);
+}
+inline void addSigned(std::string& s, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  s.append(buf, p);
+}
+inline int64_t nowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // memcached's expiry rule: 0 = never; negative = already expired; up to 30
 // days = seconds from now; beyond = absolute unix time. Returns the TTL to

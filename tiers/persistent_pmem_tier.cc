@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "file_system.h"
+#include "pool_file_checks.h"
 
 namespace tiercache {
 
@@ -62,6 +63,15 @@ uint16_t recordCheck(uint64_t slab, uint32_t allocSize, uint16_t pool) {
 using pmem_layout::PoolHeader;
 using pmem_layout::SlabRecordSlot;
 
+using pool_file::checkPmemObjMetadata;
+using pool_file::describeOwner;
+using pool_file::fsTypeName;
+using pool_file::parentDir;
+using pool_file::probeOpenInChild;
+using pool_file::removeStaleTemporaries;
+using pool_file::startsLikePmemObjPool;
+using pool_file::userName;
+
 namespace {
 
 // PMEMOBJ_MAX_ALLOC_SIZE in PMDK 1.12's <libpmemobj/base.h>; kept here so
@@ -77,122 +87,6 @@ std::string hex(uint64_t v) {
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-std::string parentDir(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-std::string fsTypeName(const std::string& dir) {
-  struct statfs sfs {};
-  return ::statfs(dir.c_str(), &sfs) == 0 ? fileSystemName(sfs.f_type) : "unknown fs";
-}
-
-// PMDK's pool header starts with this 8-byte signature; a file without it is
-// not a libpmemobj pool and never replaced, whatever rebuildOnMismatch says.
-bool startsLikePmemObjPool(int fd) {
-  char sig[8] = {};
-  return ::pread(fd, sig, sizeof sig, 0) == static_cast<ssize_t>(sizeof sig) && std::memcmp(sig, "PMEMOBJ", 8) == 0;
-}
-
-std::string octal(unsigned mode) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0%03o", mode & 07777);
-  return buf;
-}
-
-std::string userName(uid_t uid) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buf[1024];
-  const std::string id = "uid " + std::to_string(uid);
-  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found) return id + " (" + found->pw_name + ")";
-  return id;
-}
-
-std::string describeOwner(const struct stat& st) {
-  return "owner " + userName(st.st_uid) + ", mode " + octal(st.st_mode);
-}
-
-// libpmempool's consistency check of PMDK's own metadata, read-only (no
-// repair). Empty string: consistent; else what it found.
-std::string checkPmemObjMetadata(const std::string& path) {
-  pmempool_check_args args {};
-  args.path = path.c_str();
-  args.backup_path = nullptr;
-  args.pool_type = PMEMPOOL_POOL_TYPE_OBJ;
-  args.flags = PMEMPOOL_CHECK_FORMAT_STR;
-  PMEMpoolcheck* check = pmempool_check_init(&args, sizeof args);
-  if (!check) {
-    const char* msg = pmempool_errormsg();
-    return std::string("the check could not start: ") + (msg && *msg ? msg : std::strerror(errno));
-  }
-  std::string errors;
-  while (pmempool_check_status* st = pmempool_check(check)) {
-    // Without PMEMPOOL_CHECK_REPAIR no question is asked; errors are kept
-    // (the first few) for the message, information is dropped.
-    if (st->type == PMEMPOOL_CHECK_MSG_TYPE_ERROR && errors.size() < 400 && st->str.msg) {
-      if (!errors.empty()) errors += "; ";
-      errors += st->str.msg;
-    }
-  }
-  const pmempool_check_result result = pmempool_check_end(check);
-  if (result == PMEMPOOL_CHECK_RESULT_CONSISTENT) return {};
-  return (errors.empty() ? "not consistent" : errors) + " (result " + std::to_string(static_cast<int>(result)) + ")";
-}
-
-// How long a probe open (below) may take before it counts as a hang.
-constexpr int kProbeSeconds = 20;
-
-// libpmemobj trusts its lane and heap metadata, and libpmempool's check
-// covers only the pool header of an obj pool: flipped bytes in the heap
-// made pmemobj_open fault or loop. So a child process opens the pool
-// first, walks its heap and closes it; only if that ends normally does
-// this process open it. Empty string: fine (or no verdict: the child could
-// not be started or was reaped elsewhere); else what went wrong.
-std::string probeOpenInChild(const std::string& path) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return {};
-  if (pid == 0) {
-    // The child runs nothing but libpmemobj and leaves through _exit: no
-    // destructors, atexit handlers or buffered output of the parent's.
-    // Default actions for faults, so that a crash ends the child by its
-    // signal even where a sanitizer or the application installed handlers.
-    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::signal(sig, SIG_DFL);
-    PMEMobjpool* pop = pmemobj_open(path.c_str(), pmem_layout::kPoolLayoutName);
-    if (!pop) _exit(0);  // an error: the parent's own open reports it
-    uint64_t n = 0;
-    for (PMEMoid oid = pmemobj_first(pop); !OID_IS_NULL(oid) && n < (1u << 24); oid = pmemobj_next(oid)) ++n;
-    pmemobj_close(pop);
-    _exit(0);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kProbeSeconds);
-  auto pause = std::chrono::microseconds(200);
-  int status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return {};
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return "libpmemobj did not finish opening it within " + std::to_string(kProbeSeconds) +
-             " s in a probe process (a loop in its heap metadata)";
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(20000));
-  }
-  if (WIFSIGNALED(status)) {
-    return "libpmemobj crashed opening it in a probe process (signal " + std::to_string(WTERMSIG(status)) + ", " +
-           strsignal(WTERMSIG(status)) + ")";
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    return "libpmemobj failed opening it in a probe process (exit " + std::to_string(WEXITSTATUS(status)) + ")";
-  }
-  return {};
-}
-
 // A random 64-bit key, never 0.
 uint64_t randomKey() {
   uint64_t key = 0;
@@ -205,27 +99,6 @@ uint64_t randomKey() {
     }
   }
   return key;
-}
-
-// Removes "<base>.creating.<pid>" files of this user in dir whose process
-// is gone: what a killed creation left behind in builds that named their
-// temporary file (this one creates it unnamed where it can).
-void removeStaleTemporaries(const std::string& dir, const std::string& base) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  const std::string prefix = base + ".creating.";
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string pidText = name.substr(prefix.size());
-    if (pidText.empty() || pidText.size() > 9 || pidText.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    const std::string full = dir + "/" + name;
-    struct stat st {};
-    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) ::unlink(full.c_str());
-  }
-  ::closedir(d);
 }
 
 const PmemObjPool::Object* findObject(const std::vector<PmemObjPool::Object>& objects, uint64_t offset,
@@ -380,7 +253,7 @@ void PersistentPmemTier::open() {
     std::string reason;
     if (std::string problem = checkPmemObjMetadata(path_); !problem.empty()) {
       reason = "libpmemobj metadata is corrupted (pmempool check): " + problem;
-    } else if (std::string crash = probeOpenInChild(path_); !crash.empty()) {
+    } else if (std::string crash = probeOpenInChild(path_, pmem_layout::kPoolLayoutName); !crash.empty()) {
       reason = "libpmemobj metadata is corrupted: " + crash;
     }
     if (!reason.empty()) {
