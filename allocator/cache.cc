@@ -21,6 +21,7 @@
 #include "movers.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
+#include "slab_rebalancer.h"
 
 namespace tiercache {
 
@@ -86,8 +87,16 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<Movers>(
       MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
+  if (config_.rebalance.enabled && config_.rebalance.strategy == "marginal-hits") {
+    rebalancer_ = std::make_unique<SlabRebalancer>(
+        config_.rebalance, *table_, allocs_,
+        [m = movers_.get()](uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver) {
+          return m->moveSlab(tier, pool, donor, receiver);
+        });
+  }
   recoverPersistentTiers();
   movers_->start();
+  if (rebalancer_) rebalancer_->start();
   reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
                                          std::chrono::milliseconds(config_.reaper.interval_ms),
                                          [this](uint64_t begin, uint64_t end) {
@@ -104,6 +113,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 Cache::~Cache() {
   closing_.store(true, std::memory_order_relaxed);
   reaper_->stop();
+  if (rebalancer_) rebalancer_->stop();
   movers_->stop();
   // Handles still held would release into freed memory later (see the
   // lifetime rule in cache.h): make that loud here, where it is still clear.
@@ -163,8 +173,13 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   }
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
-  table_->owner(ref)->policy().recordAccess(ref.raw());
-  if (tier > 0 && config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
+  AllocationClass& owner = *table_->owner(ref);
+  owner.policy().recordAccess(ref.raw());
+  if (tier > 0) {
+    // Would a tier above have kept it with one more slab? (marginal-hits)
+    if (rebalancer_) rebalancer_->noteLowerTierHit(tier, owner.pool(), owner.id(), SlabTable::stableKeyHash(key));
+    if (config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
+  }
   return ReadHandle(this, item, ref);
 }
 
@@ -214,6 +229,8 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   const uint32_t cid = static_cast<uint32_t>(found);
   AllocationClass& ac = a.cls(pool, cid);
   ac.counters().allocAttempts.fetch_add(1, std::memory_order_relaxed);
+  // A class that evicted this key lately would have hit with one more slab.
+  if (rebalancer_) rebalancer_->noteAllocation(pool, cid, SlabTable::stableKeyHash(key));
 
   CompressedRef ref;
   if (!config_.demotion.enabled) {
@@ -293,6 +310,8 @@ void Cache::release(Item* item, CompressedRef ref) {
 
 void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
+size_t Cache::rebalanceSlabs() { return rebalancer_ ? rebalancer_->runOnce() : 0; }
+
 CacheStats Cache::stats() const {
   CacheStats s;
   const CacheCounters& c = *counters_;
@@ -307,6 +326,11 @@ CacheStats Cache::stats() const {
   s.item_header_bytes = sizeof(Item);
   s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(index_->bucketCount()) - 1);
   s.metadata_bytes = index_->metadataBytes() + table_->metadataBytes();
+  if (rebalancer_) {
+    s.metadata_bytes += rebalancer_->metadataBytes();
+    s.rebalancer_runs = rebalancer_->counters().runs.load(std::memory_order_relaxed);
+    s.rebalancer_moves = rebalancer_->counters().moves.load(std::memory_order_relaxed);
+  }
 
   for (uint32_t p = 0; p < config_.pools.size(); ++p) {
     PoolStats ps;
@@ -350,6 +374,7 @@ CacheStats Cache::stats() const {
         cs.slabs_gained = ac.counters().slabsGained.load(std::memory_order_relaxed);
         cs.slabs_lost = ac.counters().slabsLost.load(std::memory_order_relaxed);
         cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
+        if (rebalancer_) cs.marginal_hits = rebalancer_->ghostHits(t, p, k);
         cs.background_evictions = ac.counters().bgEvictions.load(std::memory_order_relaxed);
         cs.demotions = ac.counters().demotions.load(std::memory_order_relaxed);
         cs.promotions = ac.counters().promotions.load(std::memory_order_relaxed);
@@ -397,17 +422,20 @@ CacheStats Cache::stats() const {
 
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
+  if (rebalancer_) rebalancer_->stop();
   movers_->stop();
   reaper_->stop();
   struct Restart {
     Movers& m;
     ItemReaper& r;
+    SlabRebalancer* s;
     bool reaperOn;
     ~Restart() {
       m.start();
+      if (s) s->start();
       if (reaperOn) r.start();
     }
-  } restart{*movers_, *reaper_, config_.reaper.enabled};
+  } restart{*movers_, *reaper_, rebalancer_.get(), config_.reaper.enabled};
   std::string out;
   uint64_t live = 0;
   for (const auto& a : allocs_) a->check(out, live);

@@ -46,6 +46,8 @@ std::string CacheStats::toJson() const {
   j["background_evictor"] = worker(background_evictor);
   j["promoter"] = worker(promoter);
   j["rebalanced_slabs"] = rebalanced_slabs;
+  j["rebalancer_runs"] = rebalancer_runs;
+  j["rebalancer_moves"] = rebalancer_moves;
   j["recovered_items"] = recovered_items;
   j["discarded_items"] = discarded_items;
   j["recovery_seconds"] = recovery_seconds;
@@ -94,7 +96,8 @@ std::string CacheStats::toJson() const {
                             {"promotions", c.promotions},
                             {"slabs_gained", c.slabs_gained},
                             {"slabs_lost", c.slabs_lost},
-                            {"eviction_age_ms", c.eviction_age_ms}});
+                            {"eviction_age_ms", c.eviction_age_ms},
+                            {"marginal_hits", c.marginal_hits}});
   }
   // Names are validated by the config, but a CacheStats can be built by
   // hand: invalid UTF-8 is replaced rather than thrown (U+FFFD).
@@ -140,6 +143,8 @@ std::string CacheStats::toPrometheus() const {
       {"removes_total", "counter", "remove calls that removed a key", removes},
       {"evictions_total", "counter", "items evicted to make room", evictions},
       {"rebalanced_slabs_total", "counter", "slabs moved between allocation classes", rebalanced_slabs},
+      {"rebalancer_runs_total", "counter", "marginal-hits rebalancer passes", rebalancer_runs},
+      {"rebalancer_moves_total", "counter", "slabs the marginal-hits rebalancer moved", rebalancer_moves},
       {"background_evictions_total", "counter", "items evicted or demoted by background evictors", background_evictions},
       {"demotions_total", "counter", "items moved to a lower tier", demotions},
       {"promotions_total", "counter", "items moved to a higher tier", promotions},

@@ -28,6 +28,9 @@ struct ClassStats {
   uint64_t slabs_gained = 0;   // by the rebalancer
   uint64_t slabs_lost = 0;
   uint32_t eviction_age_ms = 0;  // median age of the items its policy gave up (power-of-two buckets)
+  // rebalance.strategy "marginal-hits": requests for keys this class evicted
+  // within about a slab's worth of evictions (hits one more slab would earn).
+  uint64_t marginal_hits = 0;
 };
 
 struct TierStats {
@@ -99,7 +102,9 @@ struct CacheStats {
   uint64_t flushes = 0;
   WorkerStats background_evictor;
   WorkerStats promoter;
-  uint64_t rebalanced_slabs = 0;
+  uint64_t rebalanced_slabs = 0;      // by any strategy (the slow path's included)
+  uint64_t rebalancer_runs = 0;       // marginal-hits: background runs
+  uint64_t rebalancer_moves = 0;      // ... and the slabs they moved
   // Start-up of persistent tiers.
   uint64_t recovered_items = 0;
   uint64_t discarded_items = 0;        // checksum present but wrong (torn, corrupted), or a duplicate key
