@@ -120,7 +120,7 @@ class SlabRebalancer {
   // earns at least as much. A class that gains a slab at score v remembers v
   // as the floor of its last slab's worth, decaying by this factor per run
   // (half-life about 14 runs): once a working set fits, the ghost falls
-  // silent, and without the floor the slab would be taken back at once.
+  // silent, and the class would otherwise look like the cheapest donor.
   static constexpr double kFloorDecay = 0.95;
 
  private:
