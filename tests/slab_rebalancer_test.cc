@@ -164,7 +164,8 @@ TEST(MarginalHits, NoPingPongOnAStableWorkload) {
   for (int run = 0; run < kRuns; ++run) {
     round();
     cache.rebalanceSlabs();
-    const ClassStats& l = *classOf(cache.stats(), 0, kLarge, 5);
+    const CacheStats now = cache.stats();  // classOf points into it
+    const ClassStats& l = *classOf(now, 0, kLarge, 5);
     direction.push_back(l.slabs_gained > gained ? 1 : l.slabs_lost > lost ? -1 : 0);
     gained = l.slabs_gained;
     lost = l.slabs_lost;
@@ -203,8 +204,8 @@ TEST(MarginalHits, AWorkingSetThatFitsKeepsItsSlabs) {
   }
   std::uniform_int_distribution<int> smallKey(0, 60000 - 1), largeKey(0, 1200 - 1), coin(0, 3);
   std::string trace;
-  const ClassStats* l = classOf(cache.stats(), 0, kLarge, 5);
-  uint64_t gained = l->slabs_gained, lost = l->slabs_lost;
+  uint64_t gained = classOf(cache.stats(), 0, kLarge, 5)->slabs_gained;
+  uint64_t lost = classOf(cache.stats(), 0, kLarge, 5)->slabs_lost;
   int reversals = 0, last = 0;
   for (int run = 0; run < 30; ++run) {
     for (int r = 0; r < 4000; ++r) {
@@ -213,7 +214,8 @@ TEST(MarginalHits, AWorkingSetThatFitsKeepsItsSlabs) {
       if (!cache.find(k)) ASSERT_TRUE(cache.set(k, makeValue(k, 0, small ? kSmall : kLarge)));
     }
     cache.rebalanceSlabs();
-    l = classOf(cache.stats(), 0, kLarge, 5);
+    const CacheStats now = cache.stats();  // classOf points into it
+    const ClassStats* l = classOf(now, 0, kLarge, 5);
     const int d = l->slabs_gained > gained ? 1 : l->slabs_lost > lost ? -1 : 0;
     gained = l->slabs_gained;
     lost = l->slabs_lost;
