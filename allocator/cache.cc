@@ -21,6 +21,7 @@
 #include "movers.h"
 #include "sharded_counter.h"
 #include "slab_allocator.h"
+#include "slab_rebalancer.h"
 #include "stats_collector.h"
 
 namespace tiercache {
@@ -100,12 +101,20 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<Movers>(
       MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
+  if (config_.rebalance.enabled && config_.rebalance.strategy == "marginal-hits") {
+    rebalancer_ = std::make_unique<SlabRebalancer>(
+        config_.rebalance, *table_, allocs_,
+        [m = movers_.get()](uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver) {
+          return m->moveSlab(tier, pool, donor, receiver);
+        });
+  }
   const RecoveredState recovered = persistence_->recover(allocs_, *index_, hooks_.hash, nowSeconds(), *recovery_);
   // New sequence numbers stay above every recovered one.
   nextSeq_.store(std::max<uint64_t>(nextSeq_.load(std::memory_order_relaxed), recovered.maxSeq + 1),
                  std::memory_order_relaxed);
   if (recovered.anyDeadline) deadlinesSeen_.store(true, std::memory_order_relaxed);
   movers_->start();
+  if (rebalancer_) rebalancer_->start();
   reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
                                          std::chrono::milliseconds(config_.reaper.interval_ms),
                                          [this](uint64_t begin, uint64_t end) {
@@ -114,7 +123,8 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                            return s;
                                          });
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
-                                                       *movers_, *reaper_, {persistent.begin(), persistent.end()}});
+                                                       *movers_, *reaper_, {persistent.begin(), persistent.end()},
+                                                       rebalancer_.get()});
   if (config_.reaper.enabled) reaper_->start();
 }
 
@@ -124,6 +134,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 Cache::~Cache() {
   closing_.store(true, std::memory_order_relaxed);
   reaper_->stop();
+  if (rebalancer_) rebalancer_->stop();
   movers_->stop();
   // Handles still held would release into freed memory later (see the
   // lifetime rule in cache.h): make that loud here, where it is still clear.
@@ -183,8 +194,13 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   }
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
-  table_->owner(ref)->policy().recordAccess(ref.raw());
-  if (tier > 0 && config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
+  AllocationClass& owner = *table_->owner(ref);
+  owner.policy().recordAccess(ref.raw());
+  if (tier > 0) {
+    // Would a tier above have kept it with one more slab? (marginal-hits)
+    if (rebalancer_) rebalancer_->noteLowerTierHit(tier, owner.pool(), owner.id(), SlabTable::stableKeyHash(key));
+    if (config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
+  }
   return ReadHandle(this, item, ref);
 }
 
@@ -234,6 +250,8 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   const uint32_t cid = static_cast<uint32_t>(found);
   AllocationClass& ac = a.cls(pool, cid);
   ac.counters().alloc_attempts.fetch_add(1, std::memory_order_relaxed);
+  // A class that evicted this key lately would have hit with one more slab.
+  if (rebalancer_) rebalancer_->noteAllocation(pool, cid, SlabTable::stableKeyHash(key));
 
   CompressedRef ref;
   if (!config_.demotion.enabled) {
@@ -313,6 +331,8 @@ void Cache::release(Item* item, CompressedRef ref) {
 
 void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
+size_t Cache::rebalanceSlabs() { return rebalancer_ ? rebalancer_->runOnce() : 0; }
+
 void Cache::drainDeferredFrees() const {
   for (const auto& a : allocs_) {
     for (uint32_t p = 0; p < a->poolCount(); ++p) {
@@ -329,17 +349,20 @@ CacheStats Cache::stats() const {
 
 std::string Cache::checkConsistency() const {
   // Background workers move items between structures; hold them still.
+  if (rebalancer_) rebalancer_->stop();
   movers_->stop();
   reaper_->stop();
   struct Restart {
     Movers& m;
     ItemReaper& r;
+    SlabRebalancer* s;
     bool reaperOn;
     ~Restart() {
       m.start();
+      if (s) s->start();
       if (reaperOn) r.start();
     }
-  } restart{*movers_, *reaper_, config_.reaper.enabled};
+  } restart{*movers_, *reaper_, rebalancer_.get(), config_.reaper.enabled};
   drainDeferredFrees();
   std::string out;
   uint64_t live = 0;

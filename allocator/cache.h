@@ -49,6 +49,7 @@ class SlabTable;
 class MemoryTier;
 class CachePersistence;
 class Movers;
+class SlabRebalancer;
 struct CacheCounters;
 struct RecoveryCounters;
 class StatsCollector;
@@ -198,6 +199,10 @@ class Cache final : private ItemFate {
   size_t maxValueSize(size_t keySize = 0) const;
 
   CacheStats stats() const;
+  // One pass of the marginal-hits slab rebalancer now, besides its own
+  // periodic runs (rebalance.strategy "marginal-hits"); returns the slabs
+  // moved, 0 when that strategy is off.
+  size_t rebalanceSlabs();
   // Pins found by ~Cache of every Cache of this process so far (release
   // builds; Debug builds abort instead). 0 in a correct program.
   static uint64_t pinsOutstandingAtDestruction();
@@ -287,6 +292,7 @@ class Cache final : private ItemFate {
   // Moving items between tiers (allocator/movers.h). Its threads stop
   // before anything they use is destroyed.
   std::unique_ptr<Movers> movers_;
+  std::unique_ptr<SlabRebalancer> rebalancer_;  // rebalance.strategy "marginal-hits" only
   std::unique_ptr<ItemReaper> reaper_;
   // The stats part (stats_collector.h): reads the parts above.
   std::unique_ptr<StatsCollector> stats_;

@@ -491,8 +491,16 @@ const config::Schema& schema() {
        .description = "Move slabs between the classes of a pool as the item sizes change.",
        .field = TC_FIELD(c.rebalance.enabled)},
       {.section = kRebalance, .name = "strategy", .type = Type::kEnum,
-       .description = "free-slots: take a slab from the class with the most free slots in the same pool.",
-       .field = TC_FIELD(c.rebalance.strategy), .choices = {"free-slots"}},
+       .description = "free-slots: when a class needs a slab, take one from the class with the most free slots "
+                      "in the same pool. marginal-hits: besides, a background thread moves slabs from the "
+                      "class where a slab earns fewest hits to the one where another slab would earn most.",
+       .field = TC_FIELD(c.rebalance.strategy), .choices = {"free-slots", "marginal-hits"}},
+      {.section = kRebalance, .name = "interval_ms", .type = Type::kCount,
+       .description = "marginal-hits: milliseconds between the background rebalancer's runs.",
+       .field = TC_FIELD(c.rebalance.interval_ms), .min = 10, .max = 3600000},
+      {.section = kRebalance, .name = "max_slabs", .type = Type::kCount,
+       .description = "marginal-hits: at most this many slabs moved per run (over all tiers and pools).",
+       .field = TC_FIELD(c.rebalance.max_slabs), .min = 1, .max = 1024},
 
       // ---- demotion
       {.section = kDemotion, .name = "enabled", .type = Type::kBool,

@@ -107,6 +107,10 @@ struct RebalanceConfig {
   // Slabs are taken from the class with the most free slots in the same
   // pool (see docs/design.md, "Slab rebalancing").
   std::string strategy = "free-slots";
+  // "marginal-hits" (docs/design.md, "Slab rebalancing by marginal hits"):
+  // a background run every interval_ms moves at most max_slabs slabs.
+  uint32_t interval_ms = 1000;
+  uint32_t max_slabs = 1;
 
   friend bool operator==(const RebalanceConfig&, const RebalanceConfig&) = default;
 };

@@ -41,7 +41,8 @@ namespace tiercache {
 // Per class only, read at snapshot time.
 #define TIERCACHE_CLASS_GAUGES(X)                                                          \
   X(slabs, "slabs the class holds")                                                        \
-  X(free_slots, "free slots in the class's slabs")
+  X(free_slots, "free slots in the class's slabs")                                         \
+  X(marginal_hits, "requests for keys the class evicted lately: hits one more slab would earn (marginal-hits)")
 // Per tier, counted by the cache, summed into the cache.
 #define TIERCACHE_TIER_ROLLUP_COUNTERS(X) X(hits, "finds that found their item in this tier")
 // Per tier only, read at snapshot time.
@@ -77,6 +78,10 @@ namespace tiercache {
   X(reaper_runs, "reaper passes")                                                          \
   X(reaper_scanned, "items the reaper looked at")                                          \
   X(reaper_sweeps, "full reaper passes over the index")
+// Whole cache, counted by the marginal-hits slab rebalancer (SlabRebalancer).
+#define TIERCACHE_REBALANCER_COUNTERS(X)                                                   \
+  X(rebalancer_runs, "marginal-hits rebalancer runs")                                      \
+  X(rebalancer_moves, "slabs the marginal-hits rebalancer moved")
 // Whole cache, counted once at start by the persistence part (RecoveryCounters).
 #define TIERCACHE_RECOVERY_COUNTERS(X)                                                     \
   X(recovered_items, "persistent items recovered at start")                                \
@@ -137,6 +142,7 @@ struct CacheStats {
   TIERCACHE_CACHE_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_MOVER_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_REAPER_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_REBALANCER_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_RECOVERY_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_CACHE_GAUGES(TIERCACHE_STATS_FIELD)
   TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)  // sums over the tiers

@@ -206,9 +206,12 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   if (config_.rebalance.enabled) {
     // A class without a slab cannot evict: it must get one. Otherwise look
     // for another class's idle slab now and then (a look locks every class
-    // of the pool), not on every miss.
+    // of the pool), not on every miss; under marginal-hits the background
+    // rebalancer moves idle slabs too, and a slab it just gave (free until
+    // filled) must not be taken back here.
     const bool starving = ac.slabless();
-    if ((starving || ac.rebalanceCheckDue(kRebalanceCheckMs)) && rebalance(a, pool, classId, !starving)) {
+    const bool lookIdle = config_.rebalance.strategy != "marginal-hits" && ac.rebalanceCheckDue(kRebalanceCheckMs);
+    if ((starving || lookIdle) && rebalance(a, pool, classId, !starving)) {
       ref = a.allocateSlot(pool, classId);
       if (ref) return ref;
     }
@@ -395,21 +398,28 @@ bool Movers::rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool i
   // A donor whose slabs all hold a pin gives nothing now: try the next one
   // rather than failing (issue 9, item 3). Allocations happen before any
   // claim: an exception cannot strand claimed items.
-  std::vector<CompressedRef> claimed;
   for (uint32_t donorId : a.pickDonors(pool, classId, idleOnly, kRebalanceDonorTries)) {
-    AllocationClass& donor = a.cls(pool, donorId);
-    donor.drainDeferred();  // a deferred item would keep its slab from release
-    claimed.clear();
-    const uint32_t slab = donor.releaseSlab(claimed);
-    if (slab == CompressedRef::kNull) continue;
-    evictClaimed(donor, claimed);
-    a.reassignSlab(slab, pool, classId);
-    donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
-    a.cls(pool, classId).counters().slabs_gained.fetch_add(1, std::memory_order_relaxed);
-    counters_.rebalanced_slabs.fetch_add(1, std::memory_order_relaxed);
-    return true;
+    if (moveSlabIn(a, pool, donorId, classId)) return true;
   }
   return false;
+}
+
+bool Movers::moveSlab(uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver) {
+  return moveSlabIn(*allocs_[tier], pool, donor, receiver);
+}
+
+bool Movers::moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint32_t classId) {
+  AllocationClass& donor = a.cls(pool, donorId);
+  donor.drainDeferred();  // a deferred item would keep its slab from release
+  std::vector<CompressedRef> claimed;
+  const uint32_t slab = donor.releaseSlab(claimed);
+  if (slab == CompressedRef::kNull) return false;
+  evictClaimed(donor, claimed);
+  a.reassignSlab(slab, pool, classId);
+  donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
+  a.cls(pool, classId).counters().slabs_gained.fetch_add(1, std::memory_order_relaxed);
+  counters_.rebalanced_slabs.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed) {

@@ -112,6 +112,11 @@ class Movers final : public BackgroundTarget {
   // or through the promoter) once it reaches the hit threshold.
   void noteLowerTierHit(Item* item, CompressedRef ref);
 
+  // Moves one slab of (tier, pool) from class donor to class receiver (the
+  // marginal-hits rebalancer's move): the slab's items are demoted while the
+  // next tier has room, else dropped. False when the donor released none.
+  bool moveSlab(uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver);
+
   // Adds the movers' counters and worker figures to s.
   void addStats(CacheStats& s) const;
 
@@ -150,6 +155,7 @@ class Movers final : public BackgroundTarget {
   bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
   bool promote(Item* item, CompressedRef ref);
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
+  bool moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint32_t classId);
   // The items of a released slab (claimed, out of their policy): demoted
   // into the next tier while it has room, else unlinked.
   void evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed);

@@ -19,8 +19,9 @@
 
 namespace tiercache {
 
-uint64_t SlabTable::keyHash(uint32_t ref) const {
-  const std::string_view key = item(CompressedRef(ref))->key();
+uint64_t SlabTable::keyHash(uint32_t ref) const { return stableKeyHash(item(CompressedRef(ref))->key()); }
+
+uint64_t SlabTable::stableKeyHash(std::string_view key) {
   return XXH3_64bits_withSeed(key.data(), key.size(), 0x7469657263616368ull);  // "tiercach"
 }
 

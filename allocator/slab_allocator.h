@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../common/clock.h"
@@ -68,6 +69,8 @@ class SlabTable final : public HookResolver {
   // XXH3 of the item's key with a fixed seed: the same key hashes the same
   // in every tier and across restarts (the ghost and sketch follow keys).
   uint64_t keyHash(uint32_t ref) const override;
+  // The same hash of a key not (or not yet) in an item.
+  static uint64_t stableKeyHash(std::string_view key);
 
   uint64_t metadataBytes() const { return slabs_.size() * sizeof(SlabInfo); }
 

@@ -7,6 +7,7 @@
 #include "cache_counters.h"
 #include "item.h"
 #include "item_reaper.h"
+#include "slab_rebalancer.h"
 #include "movers.h"
 #include "slab_allocator.h"
 
@@ -25,6 +26,11 @@ CacheStats StatsCollector::collect() const {
   s.item_header_bytes = sizeof(Item);
   s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(p_.index.bucketCount()) - 1);
   s.metadata_bytes = p_.index.metadataBytes() + p_.table.metadataBytes();
+  if (p_.rebalancer) {
+    s.metadata_bytes += p_.rebalancer->metadataBytes();
+    s.rebalancer_runs = p_.rebalancer->counters().runs.load(std::memory_order_relaxed);
+    s.rebalancer_moves = p_.rebalancer->counters().moves.load(std::memory_order_relaxed);
+  }
 
   for (uint32_t p = 0; p < p_.config.pools.size(); ++p) {
     PoolStats ps;
@@ -69,6 +75,7 @@ CacheStats StatsCollector::collect() const {
         TIERCACHE_CLASS_COUNTERS(TIERCACHE_LOAD)
 #undef TIERCACHE_LOAD
         cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
+        if (p_.rebalancer) cs.marginal_hits = p_.rebalancer->ghostHits(t, p, k);
         slots += cs.slabs * ac.slotsPerSlab();
         if (cs.slabs || cs.alloc_attempts || cs.slabs_lost) s.classes.push_back(cs);
         all.push_back(cs);

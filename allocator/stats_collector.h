@@ -17,6 +17,7 @@ class ItemReaper;
 class Movers;
 class PersistentTier;
 class SlabAllocator;
+class SlabRebalancer;
 class SlabTable;
 struct CacheCounters;
 struct RecoveryCounters;
@@ -32,6 +33,7 @@ struct StatsParts {
   const Movers& movers;
   const ItemReaper& reaper;
   std::vector<const PersistentTier*> persistent;  // per tier; null: volatile
+  const SlabRebalancer* rebalancer = nullptr;      // rebalance.strategy "marginal-hits" only
 };
 
 class StatsCollector {

@@ -172,6 +172,28 @@ struct TiercacheS3FifoImpl : TiercacheImpl {
   }
 };
 
+struct TiercacheClockImpl : TiercacheImpl {
+  static constexpr const char* kName = "tiercache-clock";
+  TiercacheClockImpl() : TiercacheImpl(clockConfig()) {}
+  static CacheConfig clockConfig() {
+    CacheConfig c = CacheConfig::dram(kCacheBytes);
+    c.eviction.policy = EvictionPolicyKind::kClock;
+    return c;
+  }
+};
+
+// The default policy with the marginal-hits slab rebalancer: its ghosts are
+// read on allocations and lower-tier hits only, so a hit should cost the same.
+struct TiercacheMarginalImpl : TiercacheImpl {
+  static constexpr const char* kName = "tiercache-marginal-hits";
+  TiercacheMarginalImpl() : TiercacheImpl(marginalConfig()) {}
+  static CacheConfig marginalConfig() {
+    CacheConfig c = CacheConfig::dram(kCacheBytes);
+    c.rebalance.strategy = "marginal-hits";
+    return c;
+  }
+};
+
 struct BaselineImpl {
   static constexpr const char* kName = "baseline";
   BaselineLru lru{kCacheBytes};
@@ -301,6 +323,8 @@ void registerPair(const char* op) {
   if (std::string(op) == "FindHit") {
     reg(TiercacheLruImpl::kName, Bench<TiercacheLruImpl>::run);
     reg(TiercacheS3FifoImpl::kName, Bench<TiercacheS3FifoImpl>::run);
+    reg(TiercacheClockImpl::kName, Bench<TiercacheClockImpl>::run);
+    reg(TiercacheMarginalImpl::kName, Bench<TiercacheMarginalImpl>::run);
   }
 }
 

@@ -138,6 +138,29 @@ std::string formatEvictionAges(const CacheStats& after) {
   return s + " (median)\n";
 }
 
+// Slabs moved between classes in the measured phase, and the classes that
+// gained or lost most over the run (at most 6).
+std::string formatSlabMoves(const WorkloadResult& r) {
+  const uint64_t moved = r.after.rebalanced_slabs - r.before.rebalanced_slabs;
+  if (moved == 0 && r.after.rebalanced_slabs == 0) return "";
+  std::string s = sformat("Slab moves    : %s (marginal-hits %s in %s runs)", withCommas(moved).c_str(),
+                          withCommas(r.after.rebalancer_moves - r.before.rebalancer_moves).c_str(),
+                          withCommas(r.after.rebalancer_runs - r.before.rebalancer_runs).c_str());
+  std::vector<const ClassStats*> movedClasses;
+  for (const ClassStats& c : r.after.classes) {
+    if (c.slabs_gained + c.slabs_lost > 0) movedClasses.push_back(&c);
+  }
+  std::sort(movedClasses.begin(), movedClasses.end(), [](const ClassStats* a, const ClassStats* b) {
+    return a->slabs_gained + a->slabs_lost > b->slabs_gained + b->slabs_lost;
+  });
+  for (size_t i = 0; i < movedClasses.size() && i < 6; ++i) {
+    const ClassStats& c = *movedClasses[i];
+    s += sformat("%s t%u/c%u (%u B) +%llu -%llu", i ? "," : ";", c.tier, c.class_id, c.alloc_size,
+                 static_cast<unsigned long long>(c.slabs_gained), static_cast<unsigned long long>(c.slabs_lost));
+  }
+  return s + "\n";
+}
+
 std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
                          const std::string& limitsNote) {
   const CacheStats d = delta(r);
@@ -173,6 +196,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
     s += sformat("Lookaside sets: %s (%.2f%% of misses stored)\n", withCommas(r.ops.lookaside_sets).c_str(),
                  pct(r.ops.lookaside_stored, r.ops.lookaside_sets));
   s += formatEvictionAges(r.after);
+  s += formatSlabMoves(r);
   s += formatTierBlocks(r);
   s += formatCostBlock(r);
   if (r.distinct_keys)
@@ -227,6 +251,14 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
           {{"tier", c.tier}, {"class", c.class_id}, {"alloc_size", c.alloc_size}, {"median_ms", c.eviction_age_ms}});
   }
   cache["eviction_age_ms"] = ages;
+  json slabMoves = json::array();  // rebalanced_slabs / rebalancer_moves come from the table above
+  for (const ClassStats& c : r.after.classes) {
+    if (c.slabs_gained + c.slabs_lost > 0)
+      slabMoves.push_back({{"tier", c.tier}, {"class", c.class_id}, {"alloc_size", c.alloc_size},
+                           {"slabs", c.slabs}, {"gained", c.slabs_gained}, {"lost", c.slabs_lost},
+                           {"marginal_hits", c.marginal_hits}});
+  }
+  cache["slab_moves"] = slabMoves;
   cache["item_header_bytes"] = r.after.item_header_bytes;
   cache["index_bytes_per_item"] = r.after.index_bytes_per_item;
   json j = {

@@ -73,7 +73,7 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
       const auto verdict = visitor.visit(cur);
       if (verdict == EvictionVisitor::Verdict::kStop) break;
       if (verdict == EvictionVisitor::Verdict::kTake) {
-        ages_.record((coarseNowMs() - h.meta.load(std::memory_order_relaxed)) & EvictionHook::kTimeMask);
+        noteTaken(cur, (coarseNowMs() - h.meta.load(std::memory_order_relaxed)) & EvictionHook::kTimeMask);
         list_.unlink(cur);
         h.meta.store(0, std::memory_order_relaxed);
         ++taken;

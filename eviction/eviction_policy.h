@@ -98,6 +98,17 @@ class EvictionAgeHistogram {
   std::atomic<uint64_t> buckets_[kBuckets] = {};
 };
 
+// Told of every item a policy gives up (a kTake), under the policy's list
+// lock, so each class's observer has one writer at a time. The marginal-hits
+// slab rebalancer uses it to remember what a class evicted lately.
+class EvictionObserver {
+ public:
+  virtual void evicted(uint32_t ref) = 0;
+
+ protected:
+  ~EvictionObserver() = default;
+};
+
 class EvictionPolicy {
  public:
   static constexpr uint32_t kNullRef = 0xFFFFFFFFu;
@@ -141,9 +152,18 @@ class EvictionPolicy {
   // Ages of the items this policy gave up (time since insertion, or since
   // the last move for LRU): the class's eviction age.
   const EvictionAgeHistogram& evictionAges() const { return ages_; }
+  // Set before other threads use the policy; null (the default): none.
+  void setEvictionObserver(EvictionObserver* observer) { observer_ = observer; }
 
  protected:
+  // Every policy calls this for each item it gives up, under its list lock.
+  void noteTaken(uint32_t ref, uint32_t ageMs) {
+    ages_.record(ageMs);
+    if (observer_) observer_->evicted(ref);
+  }
+
   EvictionAgeHistogram ages_;
+  EvictionObserver* observer_ = nullptr;
 };
 
 struct EvictionPolicyOptions {

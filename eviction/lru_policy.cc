@@ -110,7 +110,7 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
         case EvictionVisitor::Verdict::kTake: {
           const uint32_t idle = (coarseNowMs() - r_.hook(cur).meta.load(std::memory_order_relaxed)) &
                                 EvictionHook::kTimeMask;
-          ages_.record(idle);
+          noteTaken(cur, idle);
           noteEvictionAge(idle);
           list->unlink(cur);
           r_.hook(cur).meta.store(0, std::memory_order_relaxed);

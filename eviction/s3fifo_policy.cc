@@ -172,7 +172,7 @@ size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor
       ++moves;
       continue;
     }
-    ages_.record((coarseNowMs() - m) & kTimeMask);
+    noteTaken(cur, (coarseNowMs() - m) & kTimeMask);
     if (fromSmall) ghost_.insert(r_.keyHash(cur));
     h.meta.store(0, std::memory_order_relaxed);
     ++taken;

@@ -146,7 +146,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
     const uint32_t m = r_.hook(ref).meta.load(std::memory_order_relaxed);
     const auto verdict = rejected ? visitor.visitRejected(ref) : visitor.visit(ref);
     if (verdict == EvictionVisitor::Verdict::kTake) {
-      ages_.record((coarseNowMs() - m) & kTimeMask);
+      noteTaken(ref, (coarseNowMs() - m) & kTimeMask);
       listOf(m).unlink(ref);
       r_.hook(ref).meta.store(0, std::memory_order_relaxed);
       ++taken;
