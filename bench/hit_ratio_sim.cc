@@ -88,6 +88,7 @@ SimResult belady(const std::vector<SimRequest>& requests, uint64_t capacity, boo
     const SimRequest& r = requests[i];
     switch (r.op) {
       case RequestOp::kGet:
+      case RequestOp::kAddChained:  // workloadRequests maps it to kGet already
       case RequestOp::kLoneGet:
         if (r.measured) ++result.gets;
         if (held[r.key]) {
@@ -167,6 +168,7 @@ SimResult simulateLru(const std::vector<SimRequest>& requests, uint64_t capacity
   for (const SimRequest& r : requests) {
     switch (r.op) {
       case RequestOp::kGet:
+      case RequestOp::kAddChained:  // workloadRequests maps it to kGet already
       case RequestOp::kLoneGet:
         if (r.measured) {
           ++result.gets;
@@ -253,7 +255,10 @@ std::vector<SimRequest> workloadRequests(const WorkloadConfig& config, uint32_t 
   for (uint64_t i = 0; i < config.ops_per_thread; ++i) {
     Request r = stream.next();
     uint32_t id = r.op == RequestOp::kLoneGet ? uint32_t(config.keys + r.index) : idOf(r.index);
-    out.push_back(SimRequest{id, object(r.index), r.op, true});
+    // An add-chained op reads its parent (and sets it when absent): a get
+    // here; the chain's bytes are not simulated.
+    const RequestOp op = r.op == RequestOp::kAddChained ? RequestOp::kGet : r.op;
+    out.push_back(SimRequest{id, object(r.index), op, true});
   }
   return out;
 }

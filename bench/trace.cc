@@ -162,6 +162,7 @@ const char* requestOpName(RequestOp op) {
     case RequestOp::kSet: return "set";
     case RequestOp::kDel: return "del";
     case RequestOp::kLoneGet: return "lget";
+    case RequestOp::kAddChained: return "addchained";
   }
   return "?";
 }
