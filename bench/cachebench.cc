@@ -616,17 +616,22 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
                                             tpath("chainedItemValSizeRange"),
                                             tpath("chainedItemValSizeRangeProbability"), /*discreteAllowed=*/true);
   }
-  for (const char* k : {"updateRatio", "couldExistRatio", "loneSetRatio"})
+  double update = 0;
+  ttake("updateRatio", [&](const json& v, const std::string& p) {
+    update = number(v, p);
+    if (!(update >= 0)) throw ConfigError(p, "must not be negative");
+  });
+  for (const char* k : {"couldExistRatio", "loneSetRatio"})
     ttake(k, [&](const json& v, const std::string& p) {
       refuseIfSet(v, p, std::string("tiercache-bench has no ") + k + " operation; set it to 0");
     });
   for (double r : {get, set, del, lone})
     if (!(r >= 0)) throw ConfigError("test_config", "operation ratios must not be negative");
-  double total = get + set + del + lone + chained;
+  double total = get + set + del + lone + chained + update;
   if (replay) {
-    get = 1, set = del = lone = chained = 0, total = 1;  // the trace says what each request is
+    get = 1, set = del = lone = chained = update = 0, total = 1;  // the trace says what each request is
   } else if (!stressor.empty()) {
-    get = 1, set = del = lone = chained = 0, total = 1;  // the stressor has its own operations
+    get = 1, set = del = lone = chained = update = 0, total = 1;  // the stressor has its own operations
   } else if (!(total > 0)) {
     throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0 (a workload needs "
                                      "operations; a trace replay needs generator \"replay\")");
@@ -637,6 +642,7 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   w.remove_ratio = del / total;
   w.lone_get_ratio = lone / total;
   w.add_chained_ratio = chained / total;
+  w.update_ratio = update / total;
   testHandled.push_back("popularityBuckets");
   testHandled.push_back("popularityWeights");
   if (const json* v = dat("popularityBuckets")) {
@@ -794,6 +800,16 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   }
   try {
     c.normalize();
+    // htBucketPower sizes CacheLib's table, whose untouched pages cost
+    // nothing; tiercache maps its buckets, so a power past what the cache's
+    // item count can use is lowered to that, with a note in the warning.
+    if (at(cc, "htBucketPower") && c.index.bucket_power > c.maxUsefulBucketPower()) {
+      const uint32_t most = c.maxUsefulBucketPower();
+      out.ignored.push_back(cpath("htBucketPower") + " (" + std::to_string(c.index.bucket_power) + " lowered to " +
+                            std::to_string(most) + ", the most this cache's item count can use)");
+      c.index.bucket_power = most;
+      c.index.lock_power = std::min(c.index.lock_power, most);
+    }
     c.validate();
     // The mapped policy is always set by name, through the option table
     // (the project's default is not cachebench's LRU), so a policy this

@@ -330,7 +330,9 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
       if (r.op == RequestOp::kLoneGet) keys.loneKey(r.index, key);
       else keys.key(r.index, key);
       // A trace has no chains: an add-chained op is recorded as a get of its parent.
-      writer.write(key, keys.valueSize(r.index), r.op == RequestOp::kAddChained ? RequestOp::kGet : r.op);
+      // An update (no fill) is recorded as a get too.
+      const bool read = r.op == RequestOp::kAddChained || r.op == RequestOp::kUpdate;
+      writer.write(key, keys.valueSize(r.index), read ? RequestOp::kGet : r.op);
     }
   }
   file.close();

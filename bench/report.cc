@@ -205,6 +205,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
                  withCommas(r.ops.chain_add_failures).c_str(), withCommas(r.ops.chain_children_read).c_str(),
                  withCommas(r.ops.chain_broken).c_str());
   if (r.ops.ttl_sets) s += sformat("Sets with TTL : %s\n", withCommas(r.ops.ttl_sets).c_str());
+  if (r.ops.updates) s += sformat("Updates       : %s (finds to write, counted as gets)\n", withCommas(r.ops.updates).c_str());
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -304,6 +305,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                           {"children_read", r.ops.chain_children_read},
                           {"broken_chains", r.ops.chain_broken}};
   if (r.ops.ttl_sets) j["ttl_sets"] = r.ops.ttl_sets;
+  if (r.ops.updates) j["updates"] = r.ops.updates;
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

@@ -39,6 +39,7 @@ OpCounts& OpCounts::operator+=(const OpCounts& o) {
   chain_broken += o.chain_broken;
   chain_children_read += o.chain_children_read;
   ttl_sets += o.ttl_sets;
+  updates += o.updates;
   return *this;
 }
 
@@ -63,7 +64,7 @@ double processCpuSeconds() {
 struct alignas(64) ThreadCounters {
   std::atomic<uint64_t> gets{0}, get_hits{0}, sets{0}, set_success{0}, lookaside_sets{0}, removes{0},
       remove_success{0}, value_mismatches{0}, get_bytes{0}, get_hit_bytes{0}, lookaside_stored{0}, chain_adds{0},
-      chain_children{0}, chain_add_failures{0}, chain_broken{0}, chain_children_read{0}, ttl_sets{0};
+      chain_children{0}, chain_add_failures{0}, chain_broken{0}, chain_children_read{0}, ttl_sets{0}, updates{0};
 
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -88,6 +89,7 @@ struct alignas(64) ThreadCounters {
     o.chain_broken = chain_broken.load(std::memory_order_relaxed);
     o.chain_children_read = chain_children_read.load(std::memory_order_relaxed);
     o.ttl_sets = ttl_sets.load(std::memory_order_relaxed);
+    o.updates = updates.load(std::memory_order_relaxed);
     return o;
   }
 };
@@ -127,6 +129,7 @@ class Worker {
         case RequestOp::kDel: remove(r.index); break;
         case RequestOp::kLoneGet: loneGet(r.index); break;
         case RequestOp::kAddChained: addChained(r.index); break;
+        case RequestOp::kUpdate: update(r.index); break;
       }
       // cachebench's opDelayBatch / opDelayNs: a pause after each batch.
       if (delay && ++sinceDelay == config_.op_delay_batch) {
@@ -161,6 +164,22 @@ class Worker {
       ThreadCounters::bump(c_.lookaside_sets);
       if (set(index)) ThreadCounters::bump(c_.lookaside_stored);
     }
+  }
+
+  // cachebench's update: a find of the key (a get), verified; a miss is
+  // not filled. With chains the parent's chain must be whole.
+  void update(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.gets);
+    ThreadCounters::bump(c_.updates);
+    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
+    ThreadCounters::bump(c_.get_bytes, bytes);
+    ReadHandle h = cache_.find(key_);
+    if (!h) return;
+    if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
+    if (chains_ && !chainWhole(index, std::move(h))) return;
+    ThreadCounters::bump(c_.get_hits);
+    ThreadCounters::bump(c_.get_hit_bytes, bytes);
   }
 
   // onlySetIfMiss: a set of a key already cached is skipped, not counted.
@@ -382,7 +401,8 @@ class TraceWorker {
       TraceRecord r = trace_[i];
       switch (r.op) {
         case RequestOp::kGet:
-        case RequestOp::kAddChained:  // never in a trace (trace.cc refuses op 4)
+        case RequestOp::kAddChained:  // never in a trace (trace.cc refuses ops above kLoneGet)
+        case RequestOp::kUpdate:
         case RequestOp::kLoneGet: get(i, r); break;
         case RequestOp::kSet: set(r); break;
         case RequestOp::kDel:

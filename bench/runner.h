@@ -42,6 +42,7 @@ struct OpCounts {
   uint64_t chain_broken = 0;
   uint64_t chain_children_read = 0;  // children read back and verified by gets
   uint64_t ttl_sets = 0;           // sets that gave the item a TTL (ttlRatio)
+  uint64_t updates = 0;            // update ops (updateRatio), also counted as gets
 
   uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
   OpCounts& operator+=(const OpCounts& o);

@@ -163,6 +163,7 @@ const char* requestOpName(RequestOp op) {
     case RequestOp::kDel: return "del";
     case RequestOp::kLoneGet: return "lget";
     case RequestOp::kAddChained: return "addchained";
+    case RequestOp::kUpdate: return "update";
   }
   return "?";
 }

@@ -387,9 +387,10 @@ void WorkloadConfig::validate() const {
   checkRatio(remove_ratio, "remove_ratio");
   checkRatio(lone_get_ratio, "lone_get_ratio");
   checkRatio(add_chained_ratio, "add_chained_ratio");
+  checkRatio(update_ratio, "update_ratio");
   if (add_chained_ratio > 0 && (chain_length_buckets.empty() || chain_value_size_buckets.empty()))
     throw ConfigError("workload.add_chained_ratio", "needs chain lengths and chained value sizes");
-  double sum = get_ratio + set_ratio + remove_ratio + lone_get_ratio + add_chained_ratio;
+  double sum = get_ratio + set_ratio + remove_ratio + lone_get_ratio + add_chained_ratio + update_ratio;
   if (std::fabs(sum - 1.0) > 1e-6) {
     std::ostringstream os;
     os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";

@@ -90,6 +90,8 @@ struct WorkloadConfig {
   // it, every parent is stored through allocator/chained_items.h and every
   // get reads and checks the key's whole chain.
   double add_chained_ratio = 0.0;
+  // cachebench's updateRatio (find to write; a miss is not filled).
+  double update_ratio = 0.0;
   std::vector<SizeBucket> chain_length_buckets;
   std::vector<SizeBucket> chain_value_size_buckets;
   // Per-item TTL (cachebench's ttlSecsRange / ttlRatio): a set gives its

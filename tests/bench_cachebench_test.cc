@@ -213,7 +213,7 @@ TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
   expectError(document(R"(, "enableCachePersistence": true)"), "cache_config.enableCachePersistence", "persistent");
   expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.chainedItemLengthRange",
               "missing (needed with addChainedRatio)");
-  expectError(document("", R"(, "updateRatio": 0.1)"), "test_config.updateRatio", "no updateRatio");
+  expectError(document("", R"(, "couldExistRatio": 0.1)"), "test_config.couldExistRatio", "no couldExistRatio");
   expectError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
   expectError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator", "tiercache-bench replay");
   expectError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution",
@@ -901,6 +901,33 @@ TEST(CachebenchStressorsTest, HighRefcountReachesTheLimit) {
   ASSERT_EQ(runStressor("high_refcount", c, o, out, err), 0) << err.str();
   EXPECT_EQ(out.str().find("RefcountOverflow thrown : 0\n"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("Consistency   : ok"), std::string::npos) << out.str();
+}
+
+// updateRatio: a find of the key to write it, counted as a get, never filled.
+TEST(CachebenchWorkloadTest, UpdateRatioFindsWithoutFilling) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "updateRatio": 0.7)"));
+  WorkloadConfig w = cb.workload;
+  EXPECT_NEAR(w.update_ratio, 0.7 / 1.7, 1e-9);
+  w.lookaside = true;
+  w.ops_per_thread = 4000;
+  w.progress_interval_ms = 0;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u);
+  EXPECT_GT(r.ops.updates, 1000u);
+  EXPECT_GT(r.ops.gets, r.ops.updates);
+  // Only gets fill: lookaside sets are fewer than all misses.
+  EXPECT_LT(r.ops.lookaside_sets, r.ops.gets - r.ops.get_hits);
+}
+
+// htBucketPower past what the cache can use is lowered, and said so.
+TEST(CachebenchTest, HugeHtBucketPowerIsLoweredWithANote) {
+  CachebenchConfig cb = importCachebench(smallConfig(R"(, "htBucketPower": 29)", ""));
+  EXPECT_EQ(cb.cache.index.bucket_power, cb.cache.maxUsefulBucketPower());
+  EXPECT_LT(cb.cache.index.bucket_power, 29u);
+  bool noted = false;
+  for (const std::string& k : cb.ignored) noted |= k.rfind("cache_config.htBucketPower (29 lowered to", 0) == 0;
+  EXPECT_TRUE(noted);
 }
 
 }  // namespace
