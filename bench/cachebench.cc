@@ -322,7 +322,22 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   take("minAllocSize", [&](const json& v, const std::string& p) { c.allocation.min_size = count32(v, p); });
   take("maxAllocSize", [&](const json& v, const std::string& p) { c.allocation.max_size = count32(v, p); });
   take("allocSizes", [&](const json& v, const std::string& p) {
-    for (double d : numbers(v, p)) c.allocation.sizes.push_back(uint32_t(d));
+    // tiercache's slots are 8-byte aligned: a size that is not a multiple
+    // of 8 is rounded up to one, with a note in the warning.
+    std::vector<std::string> rounded;
+    for (double d : numbers(v, p)) {
+      if (d >= 1 && d < 4e9 && uint64_t(d) % 8 != 0) {
+        const uint32_t up = uint32_t((uint64_t(d) + 7) / 8 * 8);
+        rounded.push_back(std::to_string(uint64_t(d)) + " -> " + std::to_string(up));
+        d = up;
+      }
+      c.allocation.sizes.push_back(uint32_t(d));
+    }
+    if (!rounded.empty()) {
+      std::string list;
+      for (const std::string& r : rounded) list += (list.empty() ? "" : ", ") + r;
+      out.ignored.push_back(p + " (rounded up to multiples of 8: " + list + ")");
+    }
   });
   take("htBucketPower", [&](const json& v, const std::string& p) { c.index.bucket_power = count32(v, p); });
   take("htLockPower", [&](const json& v, const std::string& p) { c.index.lock_power = count32(v, p); });

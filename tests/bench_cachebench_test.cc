@@ -930,5 +930,23 @@ TEST(CachebenchTest, HugeHtBucketPowerIsLoweredWithANote) {
   EXPECT_TRUE(noted);
 }
 
+// fast_shutdown: a persistent tier closed mid-workload and reopened; what
+// comes back is checked key by key (the stressor throws on any difference).
+TEST(CachebenchStressorsTest, FastShutdownReopensExactly) {
+  CachebenchConfig cb = importCachebench(
+      R"({"cache_config": {"cacheSizeMB": 32, "allocSizes": [64, 100]}, "test_config": {"name": "fast_shutdown"}})");
+  EXPECT_EQ(cb.stressor, "fast_shutdown");
+  EXPECT_EQ(cb.cache.allocation.sizes, (std::vector<uint32_t>{64, 104}));
+  ASSERT_FALSE(cb.ignored.empty());
+  EXPECT_EQ(cb.ignored[0], "cache_config.allocSizes (rounded up to multiples of 8: 100 -> 104)");
+  std::ostringstream out, err;
+  StressorOptions o;
+  o.ops_per_thread = 3;  // two rounds
+  ASSERT_EQ(runStressor("fast_shutdown", cb.cache, o, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("Rounds        : 2,"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("none invented or lost"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("Reopened      : 0 items"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace tiercache::bench
