@@ -3,8 +3,9 @@
 //
 // Layout. The parent is an ordinary item under the client's key. The chain
 // lives in ordinary items under internal keys that start with a NUL byte
-// (the memcached server and the config parser refuse NUL in client keys;
-// this class refuses a parent key that starts with one):
+// (reserved: the memcached server refuses control bytes in client keys,
+// this class refuses a parent key that starts with NUL; Cache's own API
+// takes any bytes, so programs linking the library must not use the prefix):
 //   head    "\0tcH" + h                value: magic, count n, parent seq, parent key
 //   child i "\0tcC" + h + i (u32 LE)   value: magic, i, parent seq, then the payload
 // where h = 64-bit hash of the parent key and "parent seq" is the parent
