@@ -289,8 +289,11 @@ bool ChainedItems::remove(std::string_view key) {
   if (isInternalKey(key)) return false;
   const uint64_t hash = keyHash(key);
   StripeLock lock(stripe(hash));
+  // Parent first: from then on readers miss, and never see a parent whose
+  // chain is half gone.
+  const bool removed = cache_.remove(key);
   dropChain(key, hash, 0);
-  return cache_.remove(key);
+  return removed;
 }
 
 // ---- readers ----

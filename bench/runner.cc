@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -96,11 +97,12 @@ struct alignas(64) ThreadCounters {
 
 class Worker {
  public:
-  Worker(Cache& cache, ChainedItems* chains, const WorkloadConfig& config, const KeySpace& keys,
-         const KeySampler& sampler, uint32_t thread, ThreadCounters& counters, std::mutex& mismatchMu,
-         std::string& firstMismatch)
+  Worker(Cache& cache, ChainedItems* chains, std::vector<std::shared_mutex>* keyLocks, const WorkloadConfig& config,
+         const KeySpace& keys, const KeySampler& sampler, uint32_t thread, ThreadCounters& counters,
+         std::mutex& mismatchMu, std::string& firstMismatch)
       : cache_(cache),
         chains_(chains),
+        keyLocks_(keyLocks),
         rng_(Rng::forThread(config.seed ^ 0x636861696e, thread)),
         config_(config),
         keys_(keys),
@@ -149,6 +151,8 @@ class Worker {
     const Clock::time_point t0 = Clock::now();
     const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
     ThreadCounters::bump(c_.get_bytes, bytes);
+    std::shared_lock<std::shared_mutex> shared;
+    if (std::shared_mutex* m = keyLock()) shared = std::shared_lock(*m);
     ReadHandle h = cache_.find(key_);
     getLatency.record(nanosSince(t0));
     if (h) {
@@ -160,6 +164,7 @@ class Worker {
       }
     }
     h.reset();
+    if (shared.owns_lock()) shared.unlock();
     if (config_.lookaside) {
       ThreadCounters::bump(c_.lookaside_sets);
       if (set(index)) ThreadCounters::bump(c_.lookaside_stored);
@@ -174,6 +179,8 @@ class Worker {
     ThreadCounters::bump(c_.updates);
     const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
     ThreadCounters::bump(c_.get_bytes, bytes);
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock()) alone = std::unique_lock(*m);
     ReadHandle h = cache_.find(key_);
     if (!h) return;
     if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
@@ -205,6 +212,9 @@ class Worker {
     ThreadCounters::bump(c_.sets);
     size_t size = keys_.valueSize(index);
     const Cache::Ttl ttl = drawTtl(index);
+    // Not held when addChained calls in (it holds the key's lock already).
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock(); m && !inChainOp_) alone = std::unique_lock(*m);
     const Clock::time_point t0 = Clock::now();
     WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size, ttl);
     if (!w) {
@@ -227,6 +237,8 @@ class Worker {
   void remove(uint64_t index) {
     keys_.key(index, key_);
     ThreadCounters::bump(c_.removes);
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock()) alone = std::unique_lock(*m);
     if (chains_ ? chains_->remove(key_) : cache_.remove(key_)) ThreadCounters::bump(c_.remove_success);
   }
 
@@ -292,12 +304,16 @@ class Worker {
     ThreadCounters::bump(c_.chain_adds);
     const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
     ThreadCounters::bump(c_.get_bytes, bytes);
+    std::unique_lock<std::shared_mutex> alone(*keyLock());
     ReadHandle h = cache_.find(key_);
     if (h) {
       ThreadCounters::bump(c_.get_hits);
       ThreadCounters::bump(c_.get_hit_bytes, bytes);
     } else {
-      if (!set(index)) return;
+      inChainOp_ = true;
+      const bool stored = set(index);
+      inChainOp_ = false;
+      if (!stored) return;
       h = cache_.peek(key_);
       if (!h) return;
     }
@@ -324,6 +340,12 @@ class Worker {
 
   Cache& cache_;
   ChainedItems* chains_;  // null unless the workload adds chains
+  // With chains, cachebench's per-key locks: gets share a key's lock, sets,
+  // deletes and chain adds hold it alone, so a get never lands between a
+  // parent's publish and its chain's (that would be a miss cachebench
+  // never sees). Null without chains.
+  std::vector<std::shared_mutex>* keyLocks_;
+  std::shared_mutex* keyLock() { return keyLocks_ ? &(*keyLocks_)[std::hash<std::string>{}(key_) % keyLocks_->size()] : nullptr; }
   Rng rng_;               // chain lengths, chained value sizes, TTLs
   const WorkloadConfig& config_;
   const KeySpace& keys_;
@@ -335,6 +357,7 @@ class Worker {
   std::string key_;
   std::string label_;
   uint64_t stamp_ = 0;
+  bool inChainOp_ = false;  // set() called by addChained, under the key's lock
 };
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -475,14 +498,18 @@ WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const Run
     result.distinct_keys = keys.distinctKeys();
   std::mutex mismatchMu;
   std::unique_ptr<ChainedItems> chains;
-  if (config.add_chained_ratio > 0) chains = std::make_unique<ChainedItems>(cache, options.chain_hook);
+  std::unique_ptr<std::vector<std::shared_mutex>> keyLocks;
+  if (config.add_chained_ratio > 0) {
+    chains = std::make_unique<ChainedItems>(cache, options.chain_hook);
+    keyLocks = std::make_unique<std::vector<std::shared_mutex>>(4096);
+  }
 
   auto makeWorkers = [&](std::vector<std::unique_ptr<ThreadCounters>>& counters) {
     std::vector<std::unique_ptr<Worker>> workers;
     for (uint32_t t = 0; t < config.threads; ++t) {
       counters.push_back(std::make_unique<ThreadCounters>());
-      workers.push_back(std::make_unique<Worker>(cache, chains.get(), config, keys, *sampler, t, *counters.back(),
-                                                 mismatchMu, result.first_mismatch));
+      workers.push_back(std::make_unique<Worker>(cache, chains.get(), keyLocks.get(), config, keys, *sampler, t,
+                                                 *counters.back(), mismatchMu, result.first_mismatch));
     }
     return workers;
   };
