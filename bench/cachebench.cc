@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/stressors.h"
+
 namespace tiercache::bench {
 
 namespace {
@@ -214,8 +216,7 @@ const std::vector<std::string>& ignoredCacheKeys() {
 
 const std::vector<std::string>& ignoredTestKeys() {
   static const std::vector<std::string> k = {
-      "name", "mode", "numChainedItems", "chainedItemLengthRange", "chainedItemLengthRangeProbability",
-      "chainedItemsPerLocation", "checkConsistency", "checkNvmCacheWarmUp", "traceFileName", "traceFileNames",
+      "name", "mode", "numChainedItems", "chainedItemsPerLocation", "checkConsistency", "checkNvmCacheWarmUp", "traceFileName", "traceFileNames",
       "repeatTraceReplay", "replayGeneratorConfig", "timestampFactor", "useTraceTimeStamp", "ampFactor",
       "prepopulateThreads", "numFastShutdown", "maxInconsistencyCount", "tenantRateLimits", "preallocateCache",
       "repeatOpCount", "ignoreOpCount", "populateItem", "maxInvalidDestructorCount", "cachePieceSize",
@@ -322,7 +323,22 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   take("minAllocSize", [&](const json& v, const std::string& p) { c.allocation.min_size = count32(v, p); });
   take("maxAllocSize", [&](const json& v, const std::string& p) { c.allocation.max_size = count32(v, p); });
   take("allocSizes", [&](const json& v, const std::string& p) {
-    for (double d : numbers(v, p)) c.allocation.sizes.push_back(uint32_t(d));
+    // tiercache's slots are 8-byte aligned: a size that is not a multiple
+    // of 8 is rounded up to one, with a note in the warning.
+    std::vector<std::string> rounded;
+    for (double d : numbers(v, p)) {
+      if (d >= 1 && d < 4e9 && uint64_t(d) % 8 != 0) {
+        const uint32_t up = uint32_t((uint64_t(d) + 7) / 8 * 8);
+        rounded.push_back(std::to_string(uint64_t(d)) + " -> " + std::to_string(up));
+        d = up;
+      }
+      c.allocation.sizes.push_back(uint32_t(d));
+    }
+    if (!rounded.empty()) {
+      std::string list;
+      for (const std::string& r : rounded) list += (list.empty() ? "" : ", ") + r;
+      out.ignored.push_back(p + " (rounded up to multiples of 8: " + list + ")");
+    }
   });
   take("htBucketPower", [&](const json& v, const std::string& p) { c.index.bucket_power = count32(v, p); });
   take("htLockPower", [&](const json& v, const std::string& p) { c.index.lock_power = count32(v, p); });
@@ -548,8 +564,13 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
                          "test_config (keyPoolDistribution still spreads its keys over pools)");
   });
 
+  std::string stressor;
   ttake("name", [&](const json& v, const std::string& p) {
     std::string n = text(v, p);
+    if (isMappedStressor(n)) {
+      stressor = n;  // bench/stressors.h: mapped onto tiercache
+      return;
+    }
     auto it = specialStressors().find(n);
     if (it != specialStressors().end())
       throw ConfigError(p, "\"" + n + "\" selects a special cachebench stressor that " + it->second +
@@ -591,19 +612,44 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   ttake("setRatio", [&](const json& v, const std::string& p) { set = number(v, p); });
   ttake("delRatio", [&](const json& v, const std::string& p) { del = number(v, p); });
   ttake("loneGetRatio", [&](const json& v, const std::string& p) { lone = number(v, p); });
-  for (const char* k : {"addChainedRatio"})
-    ttake(k, [&](const json& v, const std::string& p) {
-      refuseIfSet(v, p, "chained items are not available in tiercache; set it to 0");
-    });
-  for (const char* k : {"updateRatio", "couldExistRatio", "loneSetRatio"})
+  // Chained items (allocator/chained_items.h): the op finds or sets the
+  // key's parent and adds a chain drawn from the chainedItem* ranges.
+  double chained = 0;
+  ttake("addChainedRatio", [&](const json& v, const std::string& p) {
+    chained = number(v, p);
+    if (!(chained >= 0)) throw ConfigError(p, "must not be negative");
+  });
+  for (const char* k : {"chainedItemLengthRange", "chainedItemLengthRangeProbability", "chainedItemValSizeRange",
+                        "chainedItemValSizeRangeProbability"})
+    testHandled.push_back(k);
+  if (chained > 0) {
+    const json* len = dat("chainedItemLengthRange");
+    const json* val = dat("chainedItemValSizeRange");
+    if (!len) throw ConfigError(tpath("chainedItemLengthRange"), "missing (needed with addChainedRatio)");
+    if (!val) throw ConfigError(tpath("chainedItemValSizeRange"), "missing (needed with addChainedRatio)");
+    w.chain_length_buckets = sizePieces(*len, dat("chainedItemLengthRangeProbability"),
+                                        tpath("chainedItemLengthRange"), tpath("chainedItemLengthRangeProbability"),
+                                        /*discreteAllowed=*/true);
+    w.chain_value_size_buckets = sizePieces(*val, dat("chainedItemValSizeRangeProbability"),
+                                            tpath("chainedItemValSizeRange"),
+                                            tpath("chainedItemValSizeRangeProbability"), /*discreteAllowed=*/true);
+  }
+  double update = 0;
+  ttake("updateRatio", [&](const json& v, const std::string& p) {
+    update = number(v, p);
+    if (!(update >= 0)) throw ConfigError(p, "must not be negative");
+  });
+  for (const char* k : {"couldExistRatio", "loneSetRatio"})
     ttake(k, [&](const json& v, const std::string& p) {
       refuseIfSet(v, p, std::string("tiercache-bench has no ") + k + " operation; set it to 0");
     });
   for (double r : {get, set, del, lone})
     if (!(r >= 0)) throw ConfigError("test_config", "operation ratios must not be negative");
-  double total = get + set + del + lone;
+  double total = get + set + del + lone + chained + update;
   if (replay) {
-    get = 1, set = del = lone = 0, total = 1;  // the trace says what each request is
+    get = 1, set = del = lone = chained = update = 0, total = 1;  // the trace says what each request is
+  } else if (!stressor.empty()) {
+    get = 1, set = del = lone = chained = update = 0, total = 1;  // the stressor has its own operations
   } else if (!(total > 0)) {
     throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0 (a workload needs "
                                      "operations; a trace replay needs generator \"replay\")");
@@ -613,6 +659,8 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   w.set_ratio = set / total;
   w.remove_ratio = del / total;
   w.lone_get_ratio = lone / total;
+  w.add_chained_ratio = chained / total;
+  w.update_ratio = update / total;
   testHandled.push_back("popularityBuckets");
   testHandled.push_back("popularityWeights");
   if (const json* v = dat("popularityBuckets")) {
@@ -668,14 +716,27 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     refuseIfSet(v, p, "tiercache-bench does not limit the operation rate; set it to 0 (opDelayBatch and "
                       "opDelayNs pace a thread)");
   });
-  // TTL: kept refused until the cache takes a per-item TTL.
+  // TTL: cachebench draws a TTL per key from ttlSecsRange (discrete or
+  // piecewise, as valSizeRange); ttlRatio, tiercache-bench's reading of an
+  // older key, gives the share of keys that get one (default: all).
+  testHandled.push_back("ttlSecsRange");
+  testHandled.push_back("ttlSecsRangeProbability");
+  double ttlRatio = 1.0;
+  bool ttlRatioSet = false;
   ttake("ttlRatio", [&](const json& v, const std::string& p) {
-    refuseIfSet(v, p, "per-item TTL is not available in tiercache yet; set it to 0");
+    ttlRatio = number(v, p);
+    ttlRatioSet = true;
+    if (!(ttlRatio >= 0 && ttlRatio <= 1)) throw ConfigError(p, "must be in [0, 1]");
   });
-  for (const char* k : {"ttlSecsRange", "ttlSecsRangeProbability"})
-    ttake(k, [&](const json& v, const std::string& p) {
-      if (!v.is_array() || !v.empty()) throw ConfigError(p, "per-item TTL is not available in tiercache yet; remove it");
-    });
+  if (const json* v = dat("ttlSecsRange"); v && !(v->is_array() && v->empty())) {
+    w.ttl_secs_buckets = sizePieces(*v, dat("ttlSecsRangeProbability"), tpath("ttlSecsRange"),
+                                    tpath("ttlSecsRangeProbability"), /*discreteAllowed=*/true);
+    w.ttl_ratio = ttlRatio;
+  } else if (const json* pr = dat("ttlSecsRangeProbability"); pr && !(pr->is_array() && pr->empty())) {
+    throw ConfigError(tpath("ttlSecsRangeProbability"), "needs ttlSecsRange");
+  } else if (ttlRatioSet && ttlRatio > 0) {
+    throw ConfigError(tpath("ttlRatio"), "needs ttlSecsRange (the TTLs to draw)");
+  }
 
   // Trace replay (KVReplayGenerator's kvcache CSV).
   std::vector<std::string> traces;
@@ -741,8 +802,10 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   w.updateEnvelopes();
   // CacheLib's largest class is by default its 4 MiB slab; ours defaults to
   // 1 MiB (above). A workload whose values need more gets CacheLib's default.
+  uint64_t chainMax = 0;  // a child: tag + payload under a 16-byte internal key
+  for (const SizeBucket& b : w.chain_value_size_buckets) chainMax = std::max(chainMax, b.range.max + 32);
   if (!at(cc, "maxAllocSize") && c.allocation.sizes.empty() &&
-      w.value_size.max + w.key_size.max + 64 > c.allocation.max_size) {
+      std::max(w.value_size.max + w.key_size.max, chainMax) + 64 > c.allocation.max_size) {
     c.slab_size = 4 * kMiB;
     c.allocation.max_size = uint32_t(4 * kMiB);
   }
@@ -755,6 +818,16 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   }
   try {
     c.normalize();
+    // htBucketPower sizes CacheLib's table, whose untouched pages cost
+    // nothing; tiercache maps its buckets, so a power past what the cache's
+    // item count can use is lowered to that, with a note in the warning.
+    if (at(cc, "htBucketPower") && c.index.bucket_power > c.maxUsefulBucketPower()) {
+      const uint32_t most = c.maxUsefulBucketPower();
+      out.ignored.push_back(cpath("htBucketPower") + " (" + std::to_string(c.index.bucket_power) + " lowered to " +
+                            std::to_string(most) + ", the most this cache's item count can use)");
+      c.index.bucket_power = most;
+      c.index.lock_power = std::min(c.index.lock_power, most);
+    }
     c.validate();
     // The mapped policy is always set by name, through the option table
     // (the project's default is not cachebench's LRU), so a policy this
@@ -771,6 +844,8 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
                "\", which this build does not have: " + reason;
     throw ConfigError(key, reason + " [as " + e.path() + "]" + where);
   }
+  out.stressor = stressor;
+  if (!stressor.empty() && at(tc, "numThreads")) out.stressor_threads = w.threads;
   return out;
 }
 

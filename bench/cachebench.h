@@ -38,6 +38,10 @@ struct CachebenchConfig {
   std::vector<std::string> ignored;  // "cache_config.lruUpdateOnWrite", ... in document order
   std::optional<CachebenchReplay> replay;
   std::string allocator = "LRU";     // cachebench's allocator name, as given
+  // test_config.name of a special stressor tiercache maps (bench/stressors.h);
+  // "" for the key-value workload. stressor_threads: numThreads, 0 when absent.
+  std::string stressor;
+  uint32_t stressor_threads = 0;
 };
 
 // cachebench allocator -> tiercache eviction.policy name ("" when none maps).

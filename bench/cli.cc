@@ -18,6 +18,7 @@
 #include "bench/policy_sim.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "bench/stressors.h"
 #include "bench/sweep.h"
 #include "bench/trace.h"
 #include "bench/trace_formats.h"
@@ -38,6 +39,8 @@ struct LoadedConfig {
   WorkloadConfig workload;
   bool cachebench = false;
   std::optional<CachebenchReplay> replay;  // a cachebench config with generator "replay"
+  std::string stressor;                    // a cachebench special stressor (bench/stressors.h)
+  uint32_t stressor_threads = 0;
 };
 
 // Bounded like the cache's own parser: /dev/zero or a huge file is a
@@ -56,6 +59,8 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
     l.workload = std::move(cb.workload);
     l.cachebench = true;
     l.replay = std::move(cb.replay);
+    l.stressor = cb.stressor;
+    l.stressor_threads = cb.stressor_threads;
   } else {
     l.cache = CacheConfig::fromJsonFile(path);
     l.workload = WorkloadConfig::fromJsonFile(path);
@@ -64,8 +69,12 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
 }
 
 // The cache for a config; a value range the cache cannot store is a config error.
-std::unique_ptr<Cache> makeCache(const LoadedConfig& l, const CacheConfig& cacheConfig, const WorkloadConfig& w) {
-  auto cache = std::make_unique<Cache>(cacheConfig);
+// With chained items, *chainHook receives the cache's chain remove hook.
+std::unique_ptr<Cache> makeCache(const LoadedConfig& l, const CacheConfig& cacheConfig, const WorkloadConfig& w,
+                                 std::shared_ptr<ChainedItems::Hook>* chainHook = nullptr) {
+  CacheHooks hooks;
+  if (chainHook && w.add_chained_ratio > 0) *chainHook = ChainedItems::attach(hooks);
+  auto cache = std::make_unique<Cache>(cacheConfig, hooks);
   size_t maxValue = cache->maxValueSize(w.key_size.max);
   if (w.value_size.max > maxValue) {
     std::string key = l.cachebench ? cachebenchKeyFor("workload.value_size") : "workload.value_size";
@@ -205,8 +214,9 @@ Figures figuresOf(const WorkloadResult& r) {
 
 // One fresh cache, one run; throws on failures.
 WorkloadResult runOnce(const LoadedConfig& l, const CacheConfig& c, const WorkloadConfig& w, const RunOptions& o = {}) {
-  std::unique_ptr<Cache> cache = makeCache(l, c, w);
-  WorkloadResult r = runWorkload(*cache, w, o);
+  RunOptions opts = o;
+  std::unique_ptr<Cache> cache = makeCache(l, c, w, &opts.chain_hook);
+  WorkloadResult r = runWorkload(*cache, w, opts);
   if (r.ops.value_mismatches > 0) throw std::runtime_error("value verification failed: " + r.first_mismatch);
   return r;
 }
@@ -218,6 +228,13 @@ int commandRun(const Args& a, std::ostream& out, std::ostream& err, bool termina
   requireConfig(a);
   LoadedConfig l = loadConfig(a.config, err);
   if (a.maxOps) l.workload.ops_per_thread = std::min<uint64_t>(l.workload.ops_per_thread, *a.maxOps);
+  if (!l.stressor.empty()) {
+    StressorOptions so;
+    so.ops_per_thread = l.workload.ops_per_thread;
+    so.threads = a.threads.value_or(l.stressor_threads);
+    so.seed = l.workload.seed;
+    return runStressor(l.stressor, l.cache, so, out, err) == 0 ? 0 : kExitFailed;
+  }
   if (l.replay) {
     // cachebench's numOps bounds a replay too: numOps * numThreads requests.
     uint64_t cap = l.workload.ops_per_thread * l.workload.threads;
@@ -240,8 +257,9 @@ int commandRun(const Args& a, std::ostream& out, std::ostream& err, bool termina
     return replayTrace(a, l, trace, names, rc, out, err, terminal);
   }
   std::unique_ptr<Cache> cache;
+  std::shared_ptr<ChainedItems::Hook> chainHook;
   try {
-    cache = makeCache(l, l.cache, l.workload);
+    cache = makeCache(l, l.cache, l.workload, &chainHook);
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
@@ -251,7 +269,9 @@ int commandRun(const Args& a, std::ostream& out, std::ostream& err, bool termina
   Progress progress(err, a.progress.value_or(terminal), terminal, l.workload.progress_interval_ms);
   WorkloadResult result;
   try {
-    result = runWorkload(*cache, l.workload, progress.options());
+    RunOptions opts = progress.options();
+    opts.chain_hook = chainHook;
+    result = runWorkload(*cache, l.workload, opts);
   } catch (const std::exception& e) {
     progress.finish();
     err << "tiercache-bench: run failed: " << e.what() << "\n";
@@ -309,7 +329,10 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
       Request r = s.next();
       if (r.op == RequestOp::kLoneGet) keys.loneKey(r.index, key);
       else keys.key(r.index, key);
-      writer.write(key, keys.valueSize(r.index), r.op);
+      // A trace has no chains: an add-chained op is recorded as a get of its parent.
+      // An update (no fill) is recorded as a get too.
+      const bool read = r.op == RequestOp::kAddChained || r.op == RequestOp::kUpdate;
+      writer.write(key, keys.valueSize(r.index), read ? RequestOp::kGet : r.op);
     }
   }
   file.close();

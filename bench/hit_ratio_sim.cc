@@ -88,6 +88,8 @@ SimResult belady(const std::vector<SimRequest>& requests, uint64_t capacity, boo
     const SimRequest& r = requests[i];
     switch (r.op) {
       case RequestOp::kGet:
+      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kUpdate:
       case RequestOp::kLoneGet:
         if (r.measured) ++result.gets;
         if (held[r.key]) {
@@ -167,6 +169,8 @@ SimResult simulateLru(const std::vector<SimRequest>& requests, uint64_t capacity
   for (const SimRequest& r : requests) {
     switch (r.op) {
       case RequestOp::kGet:
+      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kUpdate:
       case RequestOp::kLoneGet:
         if (r.measured) {
           ++result.gets;
@@ -253,7 +257,13 @@ std::vector<SimRequest> workloadRequests(const WorkloadConfig& config, uint32_t 
   for (uint64_t i = 0; i < config.ops_per_thread; ++i) {
     Request r = stream.next();
     uint32_t id = r.op == RequestOp::kLoneGet ? uint32_t(config.keys + r.index) : idOf(r.index);
-    out.push_back(SimRequest{id, object(r.index), r.op, true});
+    // An add-chained op reads its parent (and sets it when absent): a get
+    // here; the chain's bytes are not simulated. An update reads the key
+    // and fills nothing: a lone get of the key's own id.
+    const RequestOp op = r.op == RequestOp::kAddChained ? RequestOp::kGet
+                         : r.op == RequestOp::kUpdate   ? RequestOp::kLoneGet
+                                                        : r.op;
+    out.push_back(SimRequest{id, object(r.index), op, true});
   }
   return out;
 }

@@ -405,6 +405,8 @@ SimResult simulatePolicy(const std::string& name, const std::vector<SimRequest>&
   for (const SimRequest& r : requests) {
     switch (r.op) {
       case RequestOp::kGet:
+      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kUpdate:
       case RequestOp::kLoneGet:
         if (r.measured) ++result.gets;
         if (c->held(r.key)) {

@@ -203,6 +203,13 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
     s += sformat("Keys          : %s distinct of %s (%s share a short key, as cachebench's short keys do)\n",
                  withCommas(r.distinct_keys).c_str(), withCommas(config.keys).c_str(),
                  withCommas(config.keys - r.distinct_keys).c_str());
+  if (r.ops.chain_adds)
+    s += sformat("Chained items : %s adds, %s children added, %s failed; gets read %s children, %s broken chains\n",
+                 withCommas(r.ops.chain_adds).c_str(), withCommas(r.ops.chain_children).c_str(),
+                 withCommas(r.ops.chain_add_failures).c_str(), withCommas(r.ops.chain_children_read).c_str(),
+                 withCommas(r.ops.chain_broken).c_str());
+  if (r.ops.ttl_sets) s += sformat("Sets with TTL : %s\n", withCommas(r.ops.ttl_sets).c_str());
+  if (r.ops.updates) s += sformat("Updates       : %s (finds to write, counted as gets)\n", withCommas(r.ops.updates).c_str());
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -288,6 +295,14 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                  {"cpu_percent_of_core", 100.0 * r.idle_cpu_seconds / r.idle_seconds}};
   }
   if (r.distinct_keys) j["distinct_keys"] = r.distinct_keys;
+  if (r.ops.chain_adds)
+    j["chained_items"] = {{"adds", r.ops.chain_adds},
+                          {"children_added", r.ops.chain_children},
+                          {"add_failures", r.ops.chain_add_failures},
+                          {"children_read", r.ops.chain_children_read},
+                          {"broken_chains", r.ops.chain_broken}};
+  if (r.ops.ttl_sets) j["ttl_sets"] = r.ops.ttl_sets;
+  if (r.ops.updates) j["updates"] = r.ops.updates;
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,13 @@ OpCounts& OpCounts::operator+=(const OpCounts& o) {
   get_bytes += o.get_bytes;
   get_hit_bytes += o.get_hit_bytes;
   lookaside_stored += o.lookaside_stored;
+  chain_adds += o.chain_adds;
+  chain_children += o.chain_children;
+  chain_add_failures += o.chain_add_failures;
+  chain_broken += o.chain_broken;
+  chain_children_read += o.chain_children_read;
+  ttl_sets += o.ttl_sets;
+  updates += o.updates;
   return *this;
 }
 
@@ -56,7 +64,8 @@ double processCpuSeconds() {
 // load+store is enough and costs a plain store on x86.
 struct alignas(64) ThreadCounters {
   std::atomic<uint64_t> gets{0}, get_hits{0}, sets{0}, set_success{0}, lookaside_sets{0}, removes{0},
-      remove_success{0}, value_mismatches{0}, get_bytes{0}, get_hit_bytes{0}, lookaside_stored{0};
+      remove_success{0}, value_mismatches{0}, get_bytes{0}, get_hit_bytes{0}, lookaside_stored{0}, chain_adds{0},
+      chain_children{0}, chain_add_failures{0}, chain_broken{0}, chain_children_read{0}, ttl_sets{0}, updates{0};
 
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -75,15 +84,26 @@ struct alignas(64) ThreadCounters {
     o.get_bytes = get_bytes.load(std::memory_order_relaxed);
     o.get_hit_bytes = get_hit_bytes.load(std::memory_order_relaxed);
     o.lookaside_stored = lookaside_stored.load(std::memory_order_relaxed);
+    o.chain_adds = chain_adds.load(std::memory_order_relaxed);
+    o.chain_children = chain_children.load(std::memory_order_relaxed);
+    o.chain_add_failures = chain_add_failures.load(std::memory_order_relaxed);
+    o.chain_broken = chain_broken.load(std::memory_order_relaxed);
+    o.chain_children_read = chain_children_read.load(std::memory_order_relaxed);
+    o.ttl_sets = ttl_sets.load(std::memory_order_relaxed);
+    o.updates = updates.load(std::memory_order_relaxed);
     return o;
   }
 };
 
 class Worker {
  public:
-  Worker(Cache& cache, const WorkloadConfig& config, const KeySpace& keys, const KeySampler& sampler,
-         uint32_t thread, ThreadCounters& counters, std::mutex& mismatchMu, std::string& firstMismatch)
+  Worker(Cache& cache, ChainedItems* chains, std::vector<std::shared_mutex>* keyLocks, const WorkloadConfig& config,
+         const KeySpace& keys, const KeySampler& sampler, uint32_t thread, ThreadCounters& counters,
+         std::mutex& mismatchMu, std::string& firstMismatch)
       : cache_(cache),
+        chains_(chains),
+        keyLocks_(keyLocks),
+        rng_(Rng::forThread(config.seed ^ 0x636861696e, thread)),
         config_(config),
         keys_(keys),
         sampler_(sampler),
@@ -110,6 +130,8 @@ class Worker {
           break;
         case RequestOp::kDel: remove(r.index); break;
         case RequestOp::kLoneGet: loneGet(r.index); break;
+        case RequestOp::kAddChained: addChained(r.index); break;
+        case RequestOp::kUpdate: update(r.index); break;
       }
       // cachebench's opDelayBatch / opDelayNs: a pause after each batch.
       if (delay && ++sinceDelay == config_.op_delay_batch) {
@@ -129,19 +151,42 @@ class Worker {
     const Clock::time_point t0 = Clock::now();
     const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
     ThreadCounters::bump(c_.get_bytes, bytes);
+    std::shared_lock<std::shared_mutex> shared;
+    if (std::shared_mutex* m = keyLock()) shared = std::shared_lock(*m);
     ReadHandle h = cache_.find(key_);
     getLatency.record(nanosSince(t0));
     if (h) {
-      ThreadCounters::bump(c_.get_hits);
-      ThreadCounters::bump(c_.get_hit_bytes, bytes);
       if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
-      return;
+      if (!chains_ || chainWhole(index, std::move(h))) {
+        ThreadCounters::bump(c_.get_hits);
+        ThreadCounters::bump(c_.get_hit_bytes, bytes);
+        return;
+      }
     }
     h.reset();
+    if (shared.owns_lock()) shared.unlock();
     if (config_.lookaside) {
       ThreadCounters::bump(c_.lookaside_sets);
       if (set(index)) ThreadCounters::bump(c_.lookaside_stored);
     }
+  }
+
+  // cachebench's update: a find of the key (a get), verified; a miss is
+  // not filled. With chains the parent's chain must be whole.
+  void update(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.gets);
+    ThreadCounters::bump(c_.updates);
+    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
+    ThreadCounters::bump(c_.get_bytes, bytes);
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock()) alone = std::unique_lock(*m);
+    ReadHandle h = cache_.find(key_);
+    if (!h) return;
+    if (h.key() != key_ || !ValueCodec::verify(key_, keys_.valueSize(index), h.value())) mismatch(index, h);
+    if (chains_ && !chainWhole(index, std::move(h))) return;
+    ThreadCounters::bump(c_.get_hits);
+    ThreadCounters::bump(c_.get_hit_bytes, bytes);
   }
 
   // onlySetIfMiss: a set of a key already cached is skipped, not counted.
@@ -166,14 +211,24 @@ class Worker {
     keys_.key(index, key_);
     ThreadCounters::bump(c_.sets);
     size_t size = keys_.valueSize(index);
+    const Cache::Ttl ttl = drawTtl(index);
+    // Not held when addChained calls in (it holds the key's lock already).
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock(); m && !inChainOp_) alone = std::unique_lock(*m);
     const Clock::time_point t0 = Clock::now();
-    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size);
+    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size, ttl);
     if (!w) {
       setLatency.record(nanosSince(t0));
       return false;
     }
     ValueCodec::fill(key_, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), size);
-    cache_.insertOrReplace(std::move(w));
+    // A chained workload stores every parent with an (empty) chain, which
+    // also drops the key's old chain, as a set of a CacheLib parent does.
+    if (chains_) {
+      chains_->insertOrReplace(std::move(w));
+    } else {
+      cache_.insertOrReplace(std::move(w));
+    }
     setLatency.record(nanosSince(t0));
     ThreadCounters::bump(c_.set_success);
     return true;
@@ -182,7 +237,96 @@ class Worker {
   void remove(uint64_t index) {
     keys_.key(index, key_);
     ThreadCounters::bump(c_.removes);
-    if (cache_.remove(key_)) ThreadCounters::bump(c_.remove_success);
+    std::unique_lock<std::shared_mutex> alone;
+    if (std::shared_mutex* m = keyLock()) alone = std::unique_lock(*m);
+    if (chains_ ? chains_->remove(key_) : cache_.remove(key_)) ThreadCounters::bump(c_.remove_success);
+  }
+
+  // A key's TTL: cachebench draws one per key, so the draw is seeded by the
+  // key index (a share ttl_ratio of the keys get one); 0 means none.
+  Cache::Ttl drawTtl(uint64_t index) {
+    if (config_.ttl_ratio <= 0 || config_.ttl_secs_buckets.empty()) return Cache::Ttl::zero();
+    Rng r(config_.seed ^ (index * 0x9e3779b97f4a7c15ull) ^ 0x74746c);
+    if (r.uniform() >= config_.ttl_ratio) return Cache::Ttl::zero();
+    const uint64_t secs = draw(config_.ttl_secs_buckets, r);
+    if (secs == 0) return Cache::Ttl::zero();
+    ThreadCounters::bump(c_.ttl_sets);
+    return Cache::Ttl(int64_t(std::min<uint64_t>(secs, uint64_t(1) << 40)));
+  }
+
+  // A value in one of the buckets: a bucket by weight, then uniform in it.
+  uint64_t draw(const std::vector<SizeBucket>& buckets) { return draw(buckets, rng_); }
+  static uint64_t draw(const std::vector<SizeBucket>& buckets, Rng& rng) {
+    double total = 0;
+    for (const SizeBucket& b : buckets) total += b.weight;
+    double x = rng.uniform() * total;
+    const SizeBucket* pick = &buckets.back();
+    for (const SizeBucket& b : buckets) {
+      if (x < b.weight) {
+        pick = &b;
+        break;
+      }
+      x -= b.weight;
+    }
+    return pick->range.min + rng.below(pick->range.max - pick->range.min + 1);
+  }
+
+  // The label a key's children are filled and checked with: never a key's
+  // own, so a parent's value cannot pass for a child's.
+  const std::string& childLabel() {
+    label_.assign(key_).append("\x01chain", 6);
+    return label_;
+  }
+
+  // Reads the parent's whole chain and checks every child's bytes; false
+  // (a miss) when the chain is not whole.
+  bool chainWhole(uint64_t index, ReadHandle parent) {
+    ChainView v = chains_->viewChain(std::move(parent));
+    if (!v) {
+      ThreadCounters::bump(c_.chain_broken);
+      return false;
+    }
+    const std::string& label = childLabel();
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string_view c = v.child(i);
+      // A child's size is drawn per add; its length is checked by the codec's hash.
+      if (!ValueCodec::verify(label, c.size(), c)) mismatch(index, v.children[i]);
+    }
+    ThreadCounters::bump(c_.chain_children_read, v.size());
+    return true;
+  }
+
+  // cachebench's add-chained op: find the parent (set it when absent, a
+  // get miss), then add a chain of children to it.
+  void addChained(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.gets);
+    ThreadCounters::bump(c_.chain_adds);
+    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
+    ThreadCounters::bump(c_.get_bytes, bytes);
+    std::unique_lock<std::shared_mutex> alone(*keyLock());
+    ReadHandle h = cache_.find(key_);
+    if (h) {
+      ThreadCounters::bump(c_.get_hits);
+      ThreadCounters::bump(c_.get_hit_bytes, bytes);
+    } else {
+      inChainOp_ = true;
+      const bool stored = set(index);
+      inChainOp_ = false;
+      if (!stored) return;
+      h = cache_.peek(key_);
+      if (!h) return;
+    }
+    const uint64_t n = draw(config_.chain_length_buckets);
+    const std::string& label = childLabel();
+    for (uint64_t j = 0; j < n; ++j) {
+      const size_t size = draw(config_.chain_value_size_buckets);
+      const uint64_t stamp = (uint64_t(thread_ + 1) << 48) | ++stamp_;
+      const bool ok = chains_->addChainedItem(
+          h, size, [&](char* out, size_t len) { ValueCodec::fill(label, stamp, out, len); },
+          PoolId(keys_.poolOf(index)));
+      ThreadCounters::bump(ok ? c_.chain_children : c_.chain_add_failures);
+    }
   }
 
   void mismatch(uint64_t index, const ReadHandle& h) {
@@ -195,6 +339,14 @@ class Worker {
   }
 
   Cache& cache_;
+  ChainedItems* chains_;  // null unless the workload adds chains
+  // With chains, cachebench's per-key locks: gets share a key's lock, sets,
+  // deletes and chain adds hold it alone, so a get never lands between a
+  // parent's publish and its chain's (that would be a miss cachebench
+  // never sees). Null without chains.
+  std::vector<std::shared_mutex>* keyLocks_;
+  std::shared_mutex* keyLock() { return keyLocks_ ? &(*keyLocks_)[std::hash<std::string>{}(key_) % keyLocks_->size()] : nullptr; }
+  Rng rng_;               // chain lengths, chained value sizes, TTLs
   const WorkloadConfig& config_;
   const KeySpace& keys_;
   const KeySampler& sampler_;
@@ -203,7 +355,9 @@ class Worker {
   std::mutex& mismatchMu_;
   std::string& firstMismatch_;
   std::string key_;
+  std::string label_;
   uint64_t stamp_ = 0;
+  bool inChainOp_ = false;  // set() called by addChained, under the key's lock
 };
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -270,6 +424,8 @@ class TraceWorker {
       TraceRecord r = trace_[i];
       switch (r.op) {
         case RequestOp::kGet:
+        case RequestOp::kAddChained:  // never in a trace (trace.cc refuses ops above kLoneGet)
+        case RequestOp::kUpdate:
         case RequestOp::kLoneGet: get(i, r); break;
         case RequestOp::kSet: set(r); break;
         case RequestOp::kDel:
@@ -341,13 +497,19 @@ WorkloadResult runWorkload(Cache& cache, const WorkloadConfig& config, const Run
   if (config.key_size.min < KeySpace::indexWidth(config.keys) && config.keys <= WorkloadResult::kMaxCountedKeys)
     result.distinct_keys = keys.distinctKeys();
   std::mutex mismatchMu;
+  std::unique_ptr<ChainedItems> chains;
+  std::unique_ptr<std::vector<std::shared_mutex>> keyLocks;
+  if (config.add_chained_ratio > 0) {
+    chains = std::make_unique<ChainedItems>(cache, options.chain_hook);
+    keyLocks = std::make_unique<std::vector<std::shared_mutex>>(4096);
+  }
 
   auto makeWorkers = [&](std::vector<std::unique_ptr<ThreadCounters>>& counters) {
     std::vector<std::unique_ptr<Worker>> workers;
     for (uint32_t t = 0; t < config.threads; ++t) {
       counters.push_back(std::make_unique<ThreadCounters>());
-      workers.push_back(std::make_unique<Worker>(cache, config, keys, *sampler, t, *counters.back(), mismatchMu,
-                                                 result.first_mismatch));
+      workers.push_back(std::make_unique<Worker>(cache, chains.get(), keyLocks.get(), config, keys, *sampler, t,
+                                                 *counters.back(), mismatchMu, result.first_mismatch));
     }
     return workers;
   };

@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "allocator/cache.h"
+#include "allocator/chained_items.h"
 #include "allocator/cache_stats.h"
 #include "bench/latency.h"
 #include "bench/workload.h"
@@ -31,6 +33,16 @@ struct OpCounts {
   uint64_t get_bytes = 0;        // item bytes (header + key + value) asked for by gets; lone gets: no value
   uint64_t get_hit_bytes = 0;    // ... of the gets that hit
   uint64_t lookaside_stored = 0; // lookaside sets the cache took (the misses it stored)
+  // Chained workloads (addChainedRatio). An add-chained op counts as a get
+  // of its parent (as in cachebench); a get whose parent is there but whose
+  // chain is not whole counts as a miss and in chain_broken.
+  uint64_t chain_adds = 0;         // add-chained operations
+  uint64_t chain_children = 0;     // children added
+  uint64_t chain_add_failures = 0; // children that could not be added
+  uint64_t chain_broken = 0;
+  uint64_t chain_children_read = 0;  // children read back and verified by gets
+  uint64_t ttl_sets = 0;           // sets that gave the item a TTL (ttlRatio)
+  uint64_t updates = 0;            // update ops (updateRatio), also counted as gets
 
   uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
   OpCounts& operator+=(const OpCounts& o);
@@ -47,6 +59,10 @@ struct RunOptions {
   // phase runs (not at all when empty or interval is 0).
   std::function<void(const ProgressSnapshot&)> progress;
   std::chrono::milliseconds progress_interval{0};
+  // Chained workloads: the remove hook the cache was built with
+  // (ChainedItems::attach), so that chains leave with their parents.
+  // Without it chains still read whole or not at all.
+  std::shared_ptr<ChainedItems::Hook> chain_hook;
 };
 
 struct WorkloadResult {

@@ -162,6 +162,8 @@ const char* requestOpName(RequestOp op) {
     case RequestOp::kSet: return "set";
     case RequestOp::kDel: return "del";
     case RequestOp::kLoneGet: return "lget";
+    case RequestOp::kAddChained: return "addchained";
+    case RequestOp::kUpdate: return "update";
   }
   return "?";
 }

@@ -57,7 +57,18 @@ void checkValueBuckets(const WorkloadConfig& c, size_t, const std::string& path)
 
 // The four ratios share out every operation; reported at "workload".
 void checkRatioSum(const WorkloadConfig& c, size_t, const std::string&) {
-  const double sum = c.get_ratio + c.set_ratio + c.remove_ratio + c.lone_get_ratio;
+  // add_chained_ratio and update_ratio have no JSON key (the cachebench
+  // import sets them), so they are checked here, with the sum they share.
+  const std::pair<double, const char*> extra[] = {{c.add_chained_ratio, "add_chained_ratio"},
+                                                  {c.update_ratio, "update_ratio"}};
+  for (const auto& [v, name] : extra) {
+    if (!(v >= 0 && v <= 1)) throw ConfigError(std::string("workload.") + name, "must be in [0, 1]");
+  }
+  if (c.add_chained_ratio > 0 && (c.chain_length_buckets.empty() || c.chain_value_size_buckets.empty())) {
+    throw ConfigError("workload.add_chained_ratio", "needs chain lengths and chained value sizes");
+  }
+  const double sum =
+      c.get_ratio + c.set_ratio + c.remove_ratio + c.lone_get_ratio + c.add_chained_ratio + c.update_ratio;
   if (std::fabs(sum - 1.0) > 1e-6) {
     std::ostringstream os;
     os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";

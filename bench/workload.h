@@ -92,6 +92,21 @@ struct WorkloadConfig {
   uint64_t op_delay_ns = 0;
   // A set of a key that is in the cache is skipped (cachebench's onlySetIfMiss).
   bool only_set_if_miss = false;
+  // Chained items (cachebench's addChainedRatio; set from a cachebench
+  // config only, no JSON key of its own): the share of operations that find
+  // the key's parent (setting it when absent) and add a chain of
+  // chain_length_buckets children of chain_value_size_buckets bytes. With
+  // it, every parent is stored through allocator/chained_items.h and every
+  // get reads and checks the key's whole chain.
+  double add_chained_ratio = 0.0;
+  // cachebench's updateRatio (find to write; a miss is not filled).
+  double update_ratio = 0.0;
+  std::vector<SizeBucket> chain_length_buckets;
+  std::vector<SizeBucket> chain_value_size_buckets;
+  // Per-item TTL (cachebench's ttlSecsRange / ttlRatio): a set gives its
+  // item a TTL drawn from ttl_secs_buckets with probability ttl_ratio.
+  double ttl_ratio = 0.0;
+  std::vector<SizeBucket> ttl_secs_buckets;
 
   // Parse the "workload" object of a whole config document; throws ConfigError.
   static WorkloadConfig fromJsonString(std::string_view document);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "allocator/cache.h"
+#include "allocator/item.h"
 #include "bench/cli.h"
 #include "bench/key_space.h"
 #include "bench/hit_ratio_sim.h"
@@ -26,6 +28,7 @@
 #include "bench/popularity.h"
 #include "bench/request_stream.h"
 #include "bench/runner.h"
+#include "bench/stressors.h"
 
 namespace tiercache::bench {
 namespace {
@@ -208,13 +211,16 @@ TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
   expectError(document(R"(, "promoterThreads": 4)"), "cache_config.promoterThreads", "one promoter thread");
   expectError(document(R"(, "numDuplicateElements": 100)"), "cache_config.numDuplicateElements", "exactly one tier");
   expectError(document(R"(, "enableCachePersistence": true)"), "cache_config.enableCachePersistence", "persistent");
-  expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.addChainedRatio", "chained items");
-  expectError(document("", R"(, "updateRatio": 0.1)"), "test_config.updateRatio", "no updateRatio");
+  expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.chainedItemLengthRange",
+              "missing (needed with addChainedRatio)");
+  expectError(document("", R"(, "couldExistRatio": 0.1)"), "test_config.couldExistRatio", "no couldExistRatio");
   expectError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
   expectError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator", "tiercache-bench replay");
   expectError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution",
               "keyPoolDistribution has 1");
-  expectError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "per-item TTL");
+  expectError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "needs ttlSecsRange");
+  expectError(document("", R"(, "ttlSecsRangeProbability": [1])"), "test_config.ttlSecsRangeProbability",
+              "needs ttlSecsRange");
   // Zero values of refused features are fine (what cachebench writes by default).
   EXPECT_NO_THROW(importCachebench(document(R"(, "nvmCacheSizeMB": 0)", R"(, "addChainedRatio": 0)")));
 }
@@ -570,11 +576,19 @@ TEST(CachebenchAllocatorTest, AllocatorsMapThroughOneTable) {
   expectError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator", "no NVM (flash) cache");
 }
 
-TEST(CachebenchStressorsTest, SpecialStressorsAreRefusedByName) {
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "cachelib_map", "numOps": 10}})",
-              "test_config.name", "\"cachelib_map\" selects a special cachebench stressor");
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "high_refcount", "numOps": 10}})",
-              "test_config.name", "refcount");
+TEST(CachebenchStressorsTest, UnmappedStressorsAreRefusedByName) {
+  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "object_cache", "numOps": 10}})",
+              "test_config.name", "\"object_cache\" selects a special cachebench stressor");
+  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "async", "numOps": 10}})",
+              "test_config.name", "asynchronous");
+  // The mapped ones are selected, with numThreads when given.
+  CachebenchConfig m = importCachebench(
+      R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "cachelib_map", "numOps": 10, "numThreads": 3}})");
+  EXPECT_EQ(m.stressor, "cachelib_map");
+  EXPECT_EQ(m.stressor_threads, 3u);
+  EXPECT_EQ(importCachebench(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "high_refcount"}})")
+                .stressor_threads,
+            0u);
   // Any other name is a label.
   EXPECT_NO_THROW(importCachebench(smallConfig("", R"(, "name": "my test")")));
   // Without a name and without ratios there is nothing to run.
@@ -590,8 +604,12 @@ TEST(CachebenchWorkloadTest, OpDelayOnlySetIfMissAndSamplingMap) {
   EXPECT_TRUE(w.only_set_if_miss);
   EXPECT_EQ(w.progress_interval_ms, 250u);
   expectError(smallConfig("", R"(, "opRatePerSec": 100)"), "test_config.opRatePerSec", "operation rate");
-  expectError(smallConfig("", R"(, "ttlSecsRange": [10, 20], "ttlSecsRangeProbability": [1])"),
-              "test_config.ttlSecsRange", "per-item TTL");
+  WorkloadConfig t = importCachebench(smallConfig("", R"(, "ttlSecsRange": [10, 20], "ttlSecsRangeProbability": [1])"))
+                         .workload;
+  ASSERT_EQ(t.ttl_secs_buckets.size(), 1u);
+  EXPECT_EQ(t.ttl_secs_buckets[0].range.min, 10u);
+  EXPECT_EQ(t.ttl_secs_buckets[0].range.max, 19u);
+  EXPECT_EQ(t.ttl_ratio, 1.0);
   // The JSON form round-trips.
   WorkloadConfig back = WorkloadConfig::fromJsonString("{\"workload\": " + w.toJson() + "}");
   EXPECT_EQ(back.op_delay_batch, 10u);
@@ -787,6 +805,147 @@ TEST(KvcacheTraceTest, ReplayConfigRunsItsTracesAndNamesAMissingOne) {
   expectError(R"({"cache_config": {"cacheSizeMB": 16}, "test_config": {"generator": "replay",
       "traceFileName": "/tmp/x.csv", "replayGeneratorConfig": {"ampFactor": 4}}})",
               "test_config.replayGeneratorConfig.ampFactor", "amplification");
+}
+
+// addChainedRatio and the chainedItem* ranges: parsed as cachebench reads
+// them, and run through allocator/chained_items.h with every chain checked.
+TEST(CachebenchChainedTest, ChainedKeysMapAndTheRunChecksEveryChain) {
+  const std::string chained = R"(, "addChainedRatio": 0.3, "chainedItemLengthRange": [1, 2, 4, 32],
+      "chainedItemLengthRangeProbability": [0.6, 0.3, 0.1], "chainedItemValSizeRange": [1, 128, 256, 1024, 4096],
+      "chainedItemValSizeRangeProbability": [0.1, 0.2, 0.3, 0.4])";
+  CachebenchConfig cb = importCachebench(smallConfig("", chained));
+  WorkloadConfig w = cb.workload;
+  EXPECT_NEAR(w.add_chained_ratio, 0.3 / 1.3, 1e-9);
+  EXPECT_NEAR(w.get_ratio, 0.7 / 1.3, 1e-9);
+  ASSERT_EQ(w.chain_length_buckets.size(), 3u);
+  EXPECT_EQ(w.chain_length_buckets[2].range.min, 4u);
+  EXPECT_EQ(w.chain_length_buckets[2].range.max, 31u);
+  ASSERT_EQ(w.chain_value_size_buckets.size(), 4u);
+  EXPECT_EQ(w.chain_value_size_buckets[3].range.max, 4095u);
+  // A discrete length ([5] with [1.0]), as throughput configs write it.
+  WorkloadConfig d = importCachebench(smallConfig("", R"(, "addChainedRatio": 1, "chainedItemLengthRange": [5],
+      "chainedItemLengthRangeProbability": [1.0], "chainedItemValSizeRange": [1, 100],
+      "chainedItemValSizeRangeProbability": [1.0])")).workload;
+  ASSERT_EQ(d.chain_length_buckets.size(), 1u);
+  EXPECT_EQ(d.chain_length_buckets[0].range.min, 5u);
+  EXPECT_EQ(d.chain_length_buckets[0].range.max, 5u);
+  expectError(smallConfig("", R"(, "addChainedRatio": 0.1, "chainedItemLengthRange": [1, 2])"),
+              "test_config.chainedItemValSizeRange", "missing");
+
+  w.threads = 3;
+  w.ops_per_thread = 3000;
+  w.progress_interval_ms = 0;
+  CacheHooks hooks;
+  RunOptions o;
+  o.chain_hook = ChainedItems::attach(hooks);
+  Cache cache(cb.cache, hooks);
+  WorkloadResult r = runWorkload(cache, w, o);
+  EXPECT_EQ(r.ops.value_mismatches, 0u) << r.first_mismatch;
+  EXPECT_GT(r.ops.chain_adds, 1000u);
+  EXPECT_GT(r.ops.chain_children, 2 * r.ops.chain_adds);  // mean length ~4.8
+  EXPECT_GT(r.ops.chain_children_read, 1000u) << "gets read chains back";
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// ttlSecsRange: a share of the keys get a TTL drawn per key.
+TEST(CachebenchTtlTest, TtlSecsRangeGivesKeysTheirTtl) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "ttlSecsRange": [100, 200],
+      "ttlSecsRangeProbability": [1.0], "ttlRatio": 0.5)"));
+  WorkloadConfig w = cb.workload;
+  w.threads = 1;
+  w.ops_per_thread = 2000;
+  w.progress_interval_ms = 0;
+  Cache cache(cb.cache);
+  const auto before = std::chrono::system_clock::now();
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u);
+  EXPECT_GT(r.ops.ttl_sets, r.ops.sets / 4);
+  EXPECT_LT(r.ops.ttl_sets, r.ops.sets * 3 / 4);
+  size_t withTtl = 0, without = 0;
+  cache.forEachItem([&](const ReadHandle& h) {
+    if (auto at = h.expiresAt()) {
+      ++withTtl;
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(*at - before).count();
+      EXPECT_GE(secs, 99);
+      EXPECT_LE(secs, 201);
+    } else {
+      ++without;
+    }
+  });
+  EXPECT_GT(withTtl, 0u);
+  EXPECT_GT(without, 0u);
+}
+
+TEST(CachebenchStressorsTest, MappedStressorsRunAndCheck) {
+  CacheConfig c = importCachebench(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "cachelib_map"}})")
+                      .cache;
+  for (const char* name : {"high_refcount", "cachelib_map", "cachelib_range_map"}) {
+    std::ostringstream out, err;
+    StressorOptions o;
+    o.ops_per_thread = 30;
+    o.threads = 2;
+    EXPECT_EQ(runStressor(name, c, o, out, err), 0) << name << ": " << err.str();
+    EXPECT_NE(out.str().find("Consistency   : ok"), std::string::npos) << out.str();
+  }
+}
+
+// high_refcount reaches the refcount limit: RefcountOverflow is thrown,
+// caught, and every handle is released (the consistency check sees no pin).
+TEST(CachebenchStressorsTest, HighRefcountReachesTheLimit) {
+  CacheConfig c = importCachebench(R"({"cache_config": {"cacheSizeMB": 16}, "test_config": {"name": "high_refcount"}})")
+                      .cache;
+  std::ostringstream out, err;
+  StressorOptions o;
+  o.threads = 1;  // one thread's share is the whole limit, so it gets there
+  o.ops_per_thread = Item::kRefMask + 100;
+  ASSERT_EQ(runStressor("high_refcount", c, o, out, err), 0) << err.str();
+  EXPECT_EQ(out.str().find("RefcountOverflow thrown : 0\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("Consistency   : ok"), std::string::npos) << out.str();
+}
+
+// updateRatio: a find of the key to write it, counted as a get, never filled.
+TEST(CachebenchWorkloadTest, UpdateRatioFindsWithoutFilling) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "updateRatio": 0.7)"));
+  WorkloadConfig w = cb.workload;
+  EXPECT_NEAR(w.update_ratio, 0.7 / 1.7, 1e-9);
+  w.lookaside = true;
+  w.ops_per_thread = 4000;
+  w.progress_interval_ms = 0;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u);
+  EXPECT_GT(r.ops.updates, 1000u);
+  EXPECT_GT(r.ops.gets, r.ops.updates);
+  // Only gets fill: lookaside sets are fewer than all misses.
+  EXPECT_LT(r.ops.lookaside_sets, r.ops.gets - r.ops.get_hits);
+}
+
+// htBucketPower past what the cache can use is lowered, and said so.
+TEST(CachebenchTest, HugeHtBucketPowerIsLoweredWithANote) {
+  CachebenchConfig cb = importCachebench(smallConfig(R"(, "htBucketPower": 29)", ""));
+  EXPECT_EQ(cb.cache.index.bucket_power, cb.cache.maxUsefulBucketPower());
+  EXPECT_LT(cb.cache.index.bucket_power, 29u);
+  bool noted = false;
+  for (const std::string& k : cb.ignored) noted |= k.rfind("cache_config.htBucketPower (29 lowered to", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+// fast_shutdown: a persistent tier closed mid-workload and reopened; what
+// comes back is checked key by key (the stressor throws on any difference).
+TEST(CachebenchStressorsTest, FastShutdownReopensExactly) {
+  CachebenchConfig cb = importCachebench(
+      R"({"cache_config": {"cacheSizeMB": 32, "allocSizes": [64, 100]}, "test_config": {"name": "fast_shutdown"}})");
+  EXPECT_EQ(cb.stressor, "fast_shutdown");
+  EXPECT_EQ(cb.cache.allocation.sizes, (std::vector<uint32_t>{64, 104}));
+  ASSERT_FALSE(cb.ignored.empty());
+  EXPECT_EQ(cb.ignored[0], "cache_config.allocSizes (rounded up to multiples of 8: 100 -> 104)");
+  std::ostringstream out, err;
+  StressorOptions o;
+  o.ops_per_thread = 3;  // two rounds
+  ASSERT_EQ(runStressor("fast_shutdown", cb.cache, o, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("Rounds        : 2,"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("none invented or lost"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("Reopened      : 0 items"), std::string::npos) << out.str();
 }
 
 }  // namespace
