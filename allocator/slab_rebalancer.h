@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "../eviction/eviction_policy.h"
-#include "../eviction/periodic_worker.h"
+#include "../common/periodic_worker.h"
 #include "cache_config.h"
 
 namespace tiercache {

@@ -45,7 +45,7 @@ constexpr const char* kFull = R"({
   "index": {"bucket_power": 22, "lock_power": 12},
   "eviction": {"policy": "clock", "lru_insertion_point": 1, "lru_refresh_ms": 250, "lru_refresh_ratio": 0.25,
                "s3fifo_small_percent": 20, "wtinylfu_window_percent": 5, "demote_rejected": false},
-  "rebalance": {"enabled": false, "strategy": "free-slots"},
+  "rebalance": {"enabled": false, "strategy": "free-slots", "interval_ms": 250, "max_slabs": 3},
   "demotion": {"enabled": false},
   "background_eviction": {"enabled": true, "threads": 3, "interval_ms": 25, "strategy": "keep-free",
                           "low_watermark": 1.5, "high_watermark": 7.25, "min_batch": 4, "max_batch": 300,
