@@ -201,6 +201,8 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   // Below the low watermark (or out of slots) with no new slab to come: the
   // evictor of this class is told now, not at its next poll.
   if (!background && (low || !ref) && served(ac) && !a.mayGrow(pool)) wakeEvictor(ac);
+  // Replaced items whose free was deferred are this class's first free slots.
+  if (!ref) ref = ac.drainDeferred() ? ac.popFree() : ac.popFreeAfterDrains();
   if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
   ac.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled) {
@@ -235,6 +237,7 @@ size_t Movers::evict(AllocationClass& ac, size_t n, bool background) { return ev
 size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out, bool background) {
   SlabAllocator& a = *allocs_[lower.tier()];
   size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
+  if (got < n && lower.drainDeferred()) got += lower.allocateSlots(n - got, out + got);
   if (got == n) return got;
   if (!background && served(lower)) wakeEvictor(lower);
   lower.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);

@@ -1,10 +1,12 @@
 #include "slab_allocator.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -75,7 +77,6 @@ size_t AllocationClass::allocateSlots(size_t n, CompressedRef* out) {
 }
 
 CompressedRef AllocationClass::popFreeLocked() {
-  if (freeHead_ == CompressedRef::kNull && hasDeferred()) drainDeferredLocked();
   if (freeHead_ != CompressedRef::kNull) {
     const CompressedRef ref(freeHead_);
     Item* it = table_.item(ref);
@@ -115,35 +116,39 @@ void AllocationClass::deferFree(CompressedRef ref) {
 
 size_t AllocationClass::drainDeferred() {
   if (!hasDeferred()) return 0;
-  std::lock_guard<ClassMutex> g(lock_);
-  return drainDeferredLocked();
-}
-
-// Under the class lock, so that an allocation never finds the free list
-// empty while another thread holds drained slots on their way to it (it
-// would evict for nothing). Class lock -> policy lock is the allowed order.
-size_t AllocationClass::drainDeferredLocked() {
-  uint32_t r = deferredHead_.exchange(CompressedRef::kNull, std::memory_order_acquire);
-  constexpr size_t kChunk = 64;
+  // Counted before the list is taken: an allocation that finds both the
+  // free list and this list empty waits for the slots in flight
+  // (waitForDrains) instead of evicting for nothing.
+  drainsInFlight_.fetch_add(1, std::memory_order_seq_cst);
+  uint32_t r = deferredHead_.exchange(CompressedRef::kNull, std::memory_order_seq_cst);
+  // Small chunks, and no class lock while the policy unlinks them (each
+  // unlink touches two cold neighbours): an allocation waiting for either
+  // lock waits for 16 items at most.
+  constexpr size_t kChunk = 16;
   uint32_t refs[kChunk];
+  CompressedRef slots[kChunk];
   size_t total = 0;
   while (r != CompressedRef::kNull) {
     size_t n = 0;
     for (; n < kChunk && r != CompressedRef::kNull; ++n) {
       refs[n] = r;
-      r = table_.item(CompressedRef(r))->hashNext;
+      slots[n] = CompressedRef(r);
+      r = table_.item(slots[n])->hashNext;
     }
     policy_->removeBatch(refs, n);
-    for (size_t i = 0; i < n; ++i) {
-      Item* it = table_.item(CompressedRef(refs[i]));
-      it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
-      it->hashNext = freeHead_;
-      freeHead_ = refs[i];
-    }
-    freeCount_ += n;
+    pushFreeBatch(slots, n);
     total += n;
   }
+  drainsInFlight_.fetch_sub(1, std::memory_order_release);
   return total;
+}
+
+CompressedRef AllocationClass::popFreeAfterDrains() {
+  for (int spins = 0; drainsInFlight_.load(std::memory_order_acquire) > 0; ++spins) {
+    if (const CompressedRef ref = popFree()) return ref;
+    if (spins >= 64) std::this_thread::yield();
+  }
+  return popFree();
 }
 
 void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {

@@ -134,13 +134,17 @@ class AllocationClass {
   // freeOwned later, in a batch: the item (exclusively owned, kExclusive,
   // maybe still in the eviction list) goes onto a lock-free list through
   // its hashNext; drainDeferred() frees everything there with one
-  // class-lock and one policy-lock hold per 64, and an allocation that
-  // finds the free list empty drains first. While deferred an item is
+  // policy-lock and then one class-lock hold per 16 (never both at once),
+  // and an allocation that finds the free list empty drains first. While
+  // deferred an item is
   // unclaimable (kExclusive): eviction skips it, slab release skips its slab.
   void deferFree(CompressedRef ref);
   // Frees the deferred items; returns how many.
   size_t drainDeferred();
   bool hasDeferred() const { return deferredHead_.load(std::memory_order_relaxed) != CompressedRef::kNull; }
+  // After popFree and drainDeferred found nothing: waits while another
+  // thread's drain still carries slots to the free list, and takes one.
+  CompressedRef popFreeAfterDrains();
   // Takes a newly assigned slab (its allocSize and owner already set).
   void addSlab(uint32_t slab);
   // Takes a slab found in a persistent tier at start-up: fully carved; the
@@ -177,7 +181,6 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
-  size_t drainDeferredLocked();
   uint32_t carvedLocked(uint32_t slab) const;
   // Gives up claims [from, end) of `claimed` after a pin was found: items
   // still published become claimable again; one unpublished meanwhile (a
@@ -202,6 +205,7 @@ class AllocationClass {
   // deferFree's list (pushed with a CAS, taken whole with an exchange, so
   // no ABA); on its own line: writers of other threads push here.
   alignas(64) std::atomic<uint32_t> deferredHead_{CompressedRef::kNull};
+  std::atomic<uint32_t> drainsInFlight_{0};
 };
 
 
