@@ -171,14 +171,21 @@ class Worker {
     }
   }
 
+  // The key of `index` into key_, counted as a get of its item's bytes
+  // (returned) by the ops that start with a find.
+  uint64_t countGet(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.gets);
+    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
+    ThreadCounters::bump(c_.get_bytes, bytes);
+    return bytes;
+  }
+
   // cachebench's update: a find of the key (a get), verified; a miss is
   // not filled. With chains the parent's chain must be whole.
   void update(uint64_t index) {
-    keys_.key(index, key_);
-    ThreadCounters::bump(c_.gets);
+    const uint64_t bytes = countGet(index);
     ThreadCounters::bump(c_.updates);
-    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
-    ThreadCounters::bump(c_.get_bytes, bytes);
     std::unique_lock<std::shared_mutex> alone;
     if (std::shared_mutex* m = keyLock()) alone = std::unique_lock(*m);
     ReadHandle h = cache_.find(key_);
@@ -299,11 +306,8 @@ class Worker {
   // cachebench's add-chained op: find the parent (set it when absent, a
   // get miss), then add a chain of children to it.
   void addChained(uint64_t index) {
-    keys_.key(index, key_);
-    ThreadCounters::bump(c_.gets);
+    const uint64_t bytes = countGet(index);
     ThreadCounters::bump(c_.chain_adds);
-    const uint64_t bytes = sizeof(Item) + key_.size() + keys_.valueSize(index);
-    ThreadCounters::bump(c_.get_bytes, bytes);
     std::unique_lock<std::shared_mutex> alone(*keyLock());
     ReadHandle h = cache_.find(key_);
     if (h) {
