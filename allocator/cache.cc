@@ -287,6 +287,17 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
   return h;
 }
 
+WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
+  counters_->sets.add();
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
+  if (!h) {
+    counters_->set_failures.add();
+    return h;
+  }
+  std::memcpy(h.data(), value.data(), value.size());
+  return h;
+}
+
 bool Cache::maySpillBelow(uint32_t tier) const {
   return !(config_.persistence.durable_sets && allocs_[tier]->tier().persistent());
 }
@@ -297,13 +308,8 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
 }
 
 bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  counters_->sets.add();
-  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
-  if (!h) {
-    counters_->set_failures.add();
-    return false;
-  }
-  std::memcpy(h.data(), value.data(), value.size());
+  WriteHandle h = filledForSet(key, value, ttl, flags);
+  if (!h) return false;
   insertOrReplace(std::move(h));
   return true;
 }

@@ -142,14 +142,8 @@ bool Cache::insert(WriteHandle&& handle) {
 }
 
 bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  counters_->sets.add();
-  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
-  if (!h) {
-    counters_->set_failures.add();
-    return false;
-  }
-  std::memcpy(h.data(), value.data(), value.size());
-  return insert(std::move(h));
+  WriteHandle h = filledForSet(key, value, ttl, flags);
+  return h && insert(std::move(h));
 }
 
 CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {
