@@ -60,20 +60,20 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
       makeClassSizes(ac.min_size, config_.maxAllocSize(), ac.growth_factor, ac.sizes);
 
   uint64_t totalSlabs = 0;
-  // Typed references to the persistent tiers, kept from here on (null for
-  // a volatile tier): the persistence part and the slab allocators use them.
-  std::vector<PersistentTier*> persistent;
+  // The records of the persistent tiers' pools (null for a volatile tier):
+  // the persistence part and the slab allocators use them, nobody else.
+  std::vector<PoolRecords*> records;
   for (const TierConfig& t : config_.tiers) {
     PersistentOpenOptions popts;
     popts.fingerprint = layoutFingerprint(config_, t, sizes);
     popts.rebuildOnMismatch = t.rebuild_on_mismatch;
     if (t.persistent) {
-      std::unique_ptr<PersistentTier> pt = openPersistentTier(t, slabSize, popts);
-      persistent.push_back(pt.get());
-      tiers_.push_back(std::move(pt));
+      PersistentTierParts pt = openPersistentTier(t, slabSize, popts);
+      records.push_back(pt.records);
+      tiers_.push_back(std::move(pt.memory));
     } else {
       tiers_.push_back(openTier(t, slabSize, popts));
-      persistent.push_back(nullptr);
+      records.push_back(nullptr);
     }
     totalSlabs += tiers_.back()->size() / slabSize;
   }
@@ -90,10 +90,10 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
     allocs_.push_back(
-        std::make_unique<SlabAllocator>(t, *tiers_[t], persistent[t], *table_, first, config_.pools, sizes, policy));
+        std::make_unique<SlabAllocator>(t, *tiers_[t], records[t], *table_, first, config_.pools, sizes, policy));
     first += allocs_.back()->slabCount();
   }
-  persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, persistent, *table_, hooks_.faultSeam});
+  persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, records, *table_, hooks_.faultSeam});
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   counters_ = std::make_unique<CacheCounters>();
@@ -123,7 +123,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                            return s;
                                          });
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
-                                                       *movers_, *reaper_, {persistent.begin(), persistent.end()},
+                                                       *movers_, *reaper_, {records.begin(), records.end()},
                                                        rebalancer_.get()});
   if (config_.reaper.enabled) reaper_->start();
 }

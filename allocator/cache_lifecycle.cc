@@ -271,9 +271,9 @@ size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {
 }
 
 size_t Cache::reapExpired() {
-  const uint64_t before = reaper_->stats().reaped;
+  const uint64_t before = reaper_->counters().reaped.load(std::memory_order_relaxed);
   reaper_->sweep();
-  return reaper_->stats().reaped - before;
+  return reaper_->counters().reaped.load(std::memory_order_relaxed) - before;
 }
 
 // ---- handles ----

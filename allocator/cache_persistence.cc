@@ -16,6 +16,7 @@
 #include "movers.h"
 #include "slab_allocator.h"
 #include "../tiers/memory_tier.h"
+#include "../tiers/pool_records.h"
 
 namespace tiercache {
 
@@ -30,7 +31,7 @@ uint32_t itemChecksum(const Item* item, uint64_t seed) {
 }
 
 CachePersistence::CachePersistence(PersistenceParts parts) : p_(std::move(parts)) {
-  for (const PersistentTier* pt : p_.persistent) commitKeys_.push_back(pt ? pt->commitKey() : 0);
+  for (const PoolRecords* r : p_.records) commitKeys_.push_back(r ? r->commitKey() : 0);
 }
 
 uint32_t CachePersistence::checksumAt(const Item* item, CompressedRef ref) const {
@@ -73,8 +74,8 @@ uint64_t layoutFingerprint(const CacheConfig& cfg, const TierConfig& tier, const
 }
 
 int CachePersistence::firstPersistentTier() const {
-  for (size_t t = 0; t < p_.persistent.size(); ++t) {
-    if (p_.persistent[t]) return static_cast<int>(t);
+  for (size_t t = 0; t < p_.records.size(); ++t) {
+    if (p_.records[t]) return static_cast<int>(t);
   }
   return -1;
 }
@@ -86,7 +87,7 @@ RecoveredState CachePersistence::recover(std::vector<std::unique_ptr<SlabAllocat
   // Sequence numbers stay used: a later copy must order after every one seen.
   auto noteSeq = [&out](const Item* item) { out.maxSeq = std::max(out.maxSeq, item->seq()); };
   for (size_t t = 0; t < p_.tiers.size(); ++t) {
-    PersistentTier* pt = p_.persistent[t];
+    PoolRecords* pt = p_.records[t];
     if (!pt) continue;
     SlabAllocator& a = *allocs[t];
     if (pt->recovered()) {
@@ -189,7 +190,7 @@ void CachePersistence::close(std::vector<std::unique_ptr<SlabAllocator>>& allocs
       }
     }
   }
-  for (PersistentTier* p : p_.persistent) {
+  for (PoolRecords* p : p_.records) {
     if (p) p->setClean(true);
   }
 }

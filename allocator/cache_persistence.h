@@ -1,8 +1,8 @@
 // The persistence part: everything about persistent tiers in one place.
 // It owns the item commit protocol (docs/persistence.md), recovery at
 // start-up and the clean shutdown. It receives what it uses at
-// construction: the tiers, their typed PersistentTier references (null for
-// volatile tiers; nobody casts), the slab table and the crash-test seam.
+// construction: the tiers, the records of the persistent ones (PoolRecords,
+// null for volatile tiers; nobody casts), the slab table and the crash-test seam.
 // Not part of the API.
 #pragma once
 
@@ -19,7 +19,7 @@ namespace tiercache {
 class Item;
 class MemoryTier;
 class Movers;
-class PersistentTier;
+class PoolRecords;
 class SlabAllocator;
 class SlabTable;
 struct CacheConfig;
@@ -31,7 +31,7 @@ using PersistenceHashFn = uint64_t (*)(std::string_view key);
 
 struct PersistenceParts {
   const std::vector<std::unique_ptr<MemoryTier>>& tiers;  // tier order
-  std::vector<PersistentTier*> persistent;                 // per tier; null: volatile
+  std::vector<PoolRecords*> records;                       // per tier; null: volatile
   const SlabTable& table;
   void (*faultSeam)(FaultPoint) = nullptr;                 // crash tests only
 };

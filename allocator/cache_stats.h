@@ -81,7 +81,8 @@ namespace tiercache {
 // Whole cache, counted by the marginal-hits slab rebalancer (SlabRebalancer).
 #define TIERCACHE_REBALANCER_COUNTERS(X)                                                   \
   X(rebalancer_runs, "marginal-hits rebalancer runs")                                      \
-  X(rebalancer_moves, "slabs the marginal-hits rebalancer moved")
+  X(rebalancer_moves, "slabs the marginal-hits rebalancer moved")                        \
+  X(rebalancer_move_failures, "moves the rebalancer chose but could not make (every donor slab pinned)")
 // Whole cache, counted once at start by the persistence part (RecoveryCounters).
 #define TIERCACHE_RECOVERY_COUNTERS(X)                                                     \
   X(recovered_items, "persistent items recovered at start")                                \

@@ -19,24 +19,15 @@ void ItemReaper::runOnce() {
   const uint64_t end = std::min(bucketCount_, cursor_ + bucketsPerRun_);
   const Slice s = fn_(cursor_, end);
   cursor_ = end == bucketCount_ ? 0 : end;
-  if (cursor_ == 0) sweeps_.fetch_add(1, std::memory_order_relaxed);
-  runs_.fetch_add(1, std::memory_order_relaxed);
-  scanned_.fetch_add(s.scanned, std::memory_order_relaxed);
-  reaped_.fetch_add(s.reaped, std::memory_order_relaxed);
+  if (cursor_ == 0) counters_.reaper_sweeps.fetch_add(1, std::memory_order_relaxed);
+  counters_.reaper_runs.fetch_add(1, std::memory_order_relaxed);
+  counters_.reaper_scanned.fetch_add(s.scanned, std::memory_order_relaxed);
+  counters_.reaped.fetch_add(s.reaped, std::memory_order_relaxed);
 }
 
 void ItemReaper::sweep() {
   const uint64_t runs = (bucketCount_ + bucketsPerRun_ - 1) / bucketsPerRun_ + 1;  // +1: the cursor may be mid-table
   for (uint64_t i = 0; i < runs; ++i) runOnce();
-}
-
-ReaperStats ItemReaper::stats() const {
-  ReaperStats s;
-  s.runs = runs_.load(std::memory_order_relaxed);
-  s.sweeps = sweeps_.load(std::memory_order_relaxed);
-  s.scanned = scanned_.load(std::memory_order_relaxed);
-  s.reaped = reaped_.load(std::memory_order_relaxed);
-  return s;
 }
 
 }  // namespace tiercache

@@ -19,14 +19,13 @@
 #include <mutex>
 
 #include "../common/periodic_worker.h"
+#include "live_counters.h"
 
 namespace tiercache {
 
-struct ReaperStats {
-  uint64_t runs = 0;
-  uint64_t sweeps = 0;    // full passes over the index
-  uint64_t scanned = 0;   // items looked at
-  uint64_t reaped = 0;    // dead items unlinked
+// The rows of TIERCACHE_REAPER_COUNTERS (cache_stats.h).
+struct ReaperCounters {
+  TIERCACHE_LIVE_COUNTERS(TIERCACHE_REAPER_COUNTERS)
 };
 
 class ItemReaper {
@@ -49,7 +48,7 @@ class ItemReaper {
   void runOnce();
   // A full sweep now (tests): as many runs as the table needs.
   void sweep();
-  ReaperStats stats() const;
+  const ReaperCounters& counters() const { return counters_; }
 
  private:
   const uint64_t bucketCount_;
@@ -57,7 +56,7 @@ class ItemReaper {
   const SliceFn fn_;
   std::mutex mu_;  // one run at a time: the cursor is the run's state
   uint64_t cursor_ = 0;
-  std::atomic<uint64_t> runs_{0}, sweeps_{0}, scanned_{0}, reaped_{0};
+  ReaperCounters counters_;
   std::unique_ptr<PeriodicWorker> worker_;
 };
 

@@ -612,9 +612,7 @@ void Movers::addStats(CacheStats& s) const {
   };
   for (const auto& e : evictors_) addWorker(s.background_evictor, e->stats());
   if (promoter_) addWorker(s.promoter, promoter_->stats());
-#define TIERCACHE_COPY(name, help) s.name = counters_.name.load(std::memory_order_relaxed);
-  TIERCACHE_MOVER_COUNTERS(TIERCACHE_COPY)
-#undef TIERCACHE_COPY
+  counters_.copyTo(s);
 }
 
 }  // namespace tiercache

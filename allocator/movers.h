@@ -30,6 +30,7 @@
 #include "cache_stats.h"
 #include "compressed_ref.h"
 #include "item_fate.h"
+#include "live_counters.h"
 
 namespace tiercache {
 
@@ -70,9 +71,7 @@ class RateLimiter {
 // Counters of the movers; atomic, read by stats() from any thread.
 // (The rows of TIERCACHE_MOVER_COUNTERS in cache_stats.h.)
 struct MoverCounters {
-#define TIERCACHE_ATOMIC_FIELD(name, help) std::atomic<uint64_t> name{0};
-  TIERCACHE_MOVER_COUNTERS(TIERCACHE_ATOMIC_FIELD)
-#undef TIERCACHE_ATOMIC_FIELD
+  TIERCACHE_LIVE_COUNTERS(TIERCACHE_MOVER_COUNTERS)
 };
 
 using MoverHashFn = uint64_t (*)(std::string_view key);

@@ -362,7 +362,7 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   liveItems += live;
 }
 
-SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTier* persistent, SlabTable& table,
+SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* records, SlabTable& table,
                              uint32_t firstSlab, const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                              const EvictionPolicyOptions& policy)
     : tierIndex_(tierIndex),
@@ -371,12 +371,12 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTie
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes),
-      persistent_(persistent) {
+      records_(records) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
     SlabInfo& s = table_.slab(firstSlab_ + i);
     s.base = tier.base() + static_cast<uint64_t>(i) * table.slabSize();
     s.tier = tierIndex;
-    s.persistent = persistent_ != nullptr;
+    s.persistent = records_ != nullptr;
   }
   // Hand slabs out in address order: pop from the back.
   for (uint32_t i = slabCount_; i-- > 0;) freeSlabs_.push_back(firstSlab_ + i);
@@ -438,7 +438,7 @@ bool SlabAllocator::growClass(uint32_t pool, uint32_t classId) {
 void SlabAllocator::reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId) {
   AllocationClass& c = cls(pool, classId);
   SlabInfo& s = table_.slab(slab);
-  if (persistent_) {
+  if (records_) {
     // Recovery scans the slab in the layout its record names, so only slots
     // committed in that layout may look committed: the commit word of every
     // slot of the new layout is cleared, durably, before the record names
@@ -449,7 +449,7 @@ void SlabAllocator::reassignSlab(uint32_t slab, uint32_t pool, uint32_t classId)
       std::memset(s.base + off + offsetof(Item, checksum), 0, sizeof(Item::checksum));
     }
     tier_.persist(s.base, table_.slabSize());
-    persistent_->setSlabRecord(slab - firstSlab_, {size, static_cast<uint16_t>(pool)});
+    records_->setSlabRecord(slab - firstSlab_, {size, static_cast<uint16_t>(pool)});
   }
   s.allocSize.store(c.allocSize(), std::memory_order_relaxed);
   s.owner.store(&c, std::memory_order_relaxed);

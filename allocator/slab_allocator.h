@@ -25,6 +25,7 @@
 #include "../common/clock.h"
 #include "../eviction/eviction_policy.h"
 #include "../tiers/memory_tier.h"
+#include "../tiers/pool_records.h"
 #include "cache_config.h"
 #include "cache_stats.h"
 #include "compressed_ref.h"
@@ -212,9 +213,9 @@ class AllocationClass {
 class SlabAllocator {
  public:
   // Serves slabs [firstSlab, firstSlab + tier.size()/slabSize) of `table`.
-  // persistent: the same tier's persistent interface (its slab records), or
-  // null for a volatile tier.
-  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PersistentTier* persistent, SlabTable& table, uint32_t firstSlab,
+  // records: the same tier's pool records (a slab's owner is recorded
+  // there before a slot of it is handed out), or null for a volatile tier.
+  SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* records, SlabTable& table, uint32_t firstSlab,
                 const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
                 const EvictionPolicyOptions& policy);
 
@@ -286,7 +287,7 @@ class SlabAllocator {
   std::vector<uint32_t> classSizes_;
   std::vector<std::unique_ptr<Pool>> pools_;
 
-  PersistentTier* persistent_ = nullptr;  // non-null: record slab ownership durably
+  PoolRecords* records_ = nullptr;  // non-null: record slab ownership durably
 
   mutable std::mutex slabLock_;
   std::vector<uint32_t> freeSlabs_;  // unassigned slabs (ids), handed out from the back

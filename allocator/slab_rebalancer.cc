@@ -114,7 +114,7 @@ size_t SlabRebalancer::metadataBytes() const {
 size_t SlabRebalancer::runOnce() {
   std::lock_guard<std::mutex> g(runMu_);
   ++run_;
-  counters_.runs.fetch_add(1, std::memory_order_relaxed);
+  counters_.rebalancer_runs.fetch_add(1, std::memory_order_relaxed);
   size_t moved = 0;
   for (uint32_t t = 0; t < allocs_.size(); ++t) {
     for (uint32_t p = 0; p < pools_; ++p) moved += runPool(t, p, config_.max_slabs - std::min<size_t>(moved, config_.max_slabs));
@@ -188,13 +188,13 @@ size_t SlabRebalancer::runPool(uint32_t tier, uint32_t pool, size_t budget) {
     if (!recv->starving && !(recv->score >= kMinGain && recv->score > kGainRatio * donor->worth)) break;
     used[recv->id] = used[donor->id] = true;
     if (!moveSlab_(tier, pool, donor->id, recv->id)) {
-      counters_.moveFailures.fetch_add(1, std::memory_order_relaxed);
+      counters_.rebalancer_move_failures.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     state_[flat(tier, pool, recv->id)].lastGain = run_;
     state_[flat(tier, pool, recv->id)].floor = recv->score;
     state_[flat(tier, pool, donor->id)].lastLoss = run_;
-    counters_.moves.fetch_add(1, std::memory_order_relaxed);
+    counters_.rebalancer_moves.fetch_add(1, std::memory_order_relaxed);
     ++moved;
   }
   return moved;

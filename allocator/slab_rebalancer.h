@@ -27,6 +27,7 @@
 #include "../eviction/eviction_policy.h"
 #include "../common/periodic_worker.h"
 #include "cache_config.h"
+#include "live_counters.h"
 
 namespace tiercache {
 
@@ -73,7 +74,7 @@ class EvictionGhost final : public EvictionObserver {
 };
 
 struct RebalancerCounters {
-  std::atomic<uint64_t> runs{0}, moves{0}, moveFailures{0};
+  TIERCACHE_LIVE_COUNTERS(TIERCACHE_REBALANCER_COUNTERS)
 };
 
 class SlabRebalancer {

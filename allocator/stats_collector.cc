@@ -10,6 +10,7 @@
 #include "slab_rebalancer.h"
 #include "movers.h"
 #include "slab_allocator.h"
+#include "../tiers/pool_records.h"
 
 namespace tiercache {
 
@@ -28,8 +29,7 @@ CacheStats StatsCollector::collect() const {
   s.metadata_bytes = p_.index.metadataBytes() + p_.table.metadataBytes();
   if (p_.rebalancer) {
     s.metadata_bytes += p_.rebalancer->metadataBytes();
-    s.rebalancer_runs = p_.rebalancer->counters().runs.load(std::memory_order_relaxed);
-    s.rebalancer_moves = p_.rebalancer->counters().moves.load(std::memory_order_relaxed);
+    p_.rebalancer->counters().copyTo(s);
   }
 
   for (uint32_t p = 0; p < p_.config.pools.size(); ++p) {
@@ -56,7 +56,7 @@ CacheStats StatsCollector::collect() const {
     ts.slabs_used = a.slabsUsed();
     ts.hits = c.tierHits[t]->load();  // every hit counts in exactly one tier
     ts.persistent = a.tier().persistent();
-    if (t < p_.persistent.size() && p_.persistent[t]) ts.open_report = p_.persistent[t]->openReport();
+    if (t < p_.records.size() && p_.records[t]) ts.open_report = p_.records[t]->openReport();
     s.tiers.push_back(std::move(ts));
     for (uint32_t p = 0; p < a.poolCount(); ++p) {
       for (uint32_t k = 0; k < a.classCount(); ++k) {
@@ -84,11 +84,7 @@ CacheStats StatsCollector::collect() const {
   }
   s.rollUp(all);
   p_.movers.addStats(s);
-  const ReaperStats r = p_.reaper.stats();
-  s.reaped = r.reaped;
-  s.reaper_runs = r.runs;
-  s.reaper_scanned = r.scanned;
-  s.reaper_sweeps = r.sweeps;
+  p_.reaper.counters().copyTo(s);
   // Bucket bytes per item the cache holds, or per slot it could hold while filling.
   const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
   s.index_bytes_per_item = static_cast<double>(p_.index.bucketCount() * sizeof(uint32_t)) / denom;

@@ -15,7 +15,7 @@ namespace tiercache {
 class AccessIndex;
 class ItemReaper;
 class Movers;
-class PersistentTier;
+class PoolRecords;
 class SlabAllocator;
 class SlabRebalancer;
 class SlabTable;
@@ -32,7 +32,7 @@ struct StatsParts {
   const RecoveryCounters& recovery;
   const Movers& movers;
   const ItemReaper& reaper;
-  std::vector<const PersistentTier*> persistent;  // per tier; null: volatile
+  std::vector<const PoolRecords*> records;        // per tier; null: volatile
   const SlabRebalancer* rebalancer = nullptr;      // rebalance.strategy "marginal-hits" only
 };
 

@@ -537,27 +537,44 @@ TEST(PersistentTier, BadPathsAndSizesAreRefusedUpFront) {
   }
 }
 
-TEST(PersistentTier, OpenTierMakesAPersistentTierForPersistentPmemFile) {
+TEST(PersistentTier, OpenPersistentTierHandsOutTheMemoryAndTheRecordsApart) {
   TempDir dir("/dev/shm", "tiercache-persistent-test");
   TierConfig cfg = tierConfig(dir.file("p"), kTierSize + kSlab / 2);  // rounded down to whole slabs
-  std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab, fp(7));
-  auto* pt = dynamic_cast<PersistentTier*>(t.get());
-  ASSERT_NE(pt, nullptr);
-  EXPECT_TRUE(t->persistent());
-  EXPECT_EQ(t->size(), kTierSize);
-  EXPECT_EQ(pt->openReport(), "created");
-  t.reset();
+  {
+    PersistentTierParts pt = openPersistentTier(cfg, kSlab, fp(7));
+    ASSERT_NE(pt.memory, nullptr);
+    ASSERT_NE(pt.records, nullptr);
+    EXPECT_TRUE(pt.memory->persistent());
+    EXPECT_EQ(pt.memory->size(), kTierSize);
+    EXPECT_EQ(pt.records->openReport(), "created");
+    pt.records->setSlabRecord(1, {4096, 0});
+    pt.records->setClean(true);
+  }
+  {
+    // openTier opens the same pool, as memory only.
+    std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab, fp(7));
+    EXPECT_TRUE(t->persistent());
+    EXPECT_EQ(t->size(), kTierSize);
+  }
+  {
+    PersistentTierParts pt = openPersistentTier(cfg, kSlab, fp(7));
+    EXPECT_EQ(pt.records->slabRecord(1), (SlabRecord{4096, 0})) << "the record written through the parts survives";
+  }
   // TierConfig::rebuild_on_mismatch allows the rebuild too.
   cfg.rebuild_on_mismatch = true;
-  t = openTier(cfg, kSlab, fp(8));
-  EXPECT_EQ(dynamic_cast<PersistentTier*>(t.get())->openReport().rfind("rebuilt: layout fingerprint differs", 0), 0u);
-  t.reset();
+  EXPECT_EQ(openPersistentTier(cfg, kSlab, fp(8)).records->openReport().rfind("rebuilt: layout fingerprint differs", 0),
+            0u);
   cfg.persistent = false;
   cfg.path = dir.path();
   cfg.size = kPmemMinSize;
-  t = openTier(cfg, kSlab);
-  EXPECT_EQ(dynamic_cast<PersistentTier*>(t.get()), nullptr) << "without 'persistent' a pmem-file tier is volatile";
-  EXPECT_FALSE(t->persistent());
+  std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab);
+  EXPECT_FALSE(t->persistent()) << "without 'persistent' a pmem-file tier is volatile";
+  try {
+    openPersistentTier(cfg, kSlab, fp(7));
+    ADD_FAILURE() << "a volatile pmem-file tier opened as a persistent one";
+  } catch (const TierError& e) {
+    EXPECT_NE(std::string(e.what()).find("'persistent' set"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

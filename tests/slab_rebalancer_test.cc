@@ -231,6 +231,33 @@ TEST(MarginalHits, AWorkingSetThatFitsKeepsItsSlabs) {
 // A class that never had a slab gets one at its first allocation under
 // marginal-hits too (the slow path keeps serving starving classes), even
 // when every slab is held by one full class.
+// A move the rebalancer chose but could not make (every slab of the donor
+// holds a pinned item) is counted, not silently dropped; once the pins go,
+// the same move is made.
+TEST(MarginalHits, AMoveWhoseDonorIsPinnedEverywhereIsCountedAsAFailure) {
+  Cache cache(marginalConfig());
+  fillWithSmallThenOneLarge(cache);
+  std::vector<ReadHandle> pins;
+  for (int i = 0; i < 60000; ++i) {
+    if (ReadHandle h = cache.find(key('a', i))) pins.push_back(std::move(h));
+  }
+  ASSERT_GT(pins.size(), 1000u);
+  std::mt19937 rng(7);
+  for (int run = 0; run < 3; ++run) {
+    roundOfLarge(cache, rng, 1500, 3000);
+    EXPECT_EQ(cache.rebalanceSlabs(), 0u) << "a slab with a pinned item moved";
+  }
+  const CacheStats pinned = cache.stats();
+  EXPECT_EQ(pinned.rebalancer_moves, 0u);
+  EXPECT_GT(pinned.rebalancer_move_failures, 0u);
+  for (const ReadHandle& h : pins) EXPECT_TRUE(checkValue(std::string(h.key()), h.value()));
+  pins.clear();
+  roundOfLarge(cache, rng, 1500, 3000);
+  EXPECT_GT(cache.rebalanceSlabs(), 0u);
+  EXPECT_EQ(cache.stats().rebalancer_move_failures, pinned.rebalancer_move_failures);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST(MarginalHits, AClassThatNeverHadASlabGetsOne) {
   Cache cache(marginalConfig());
   for (int i = 0; i < 60000; ++i) ASSERT_TRUE(cache.set(key('a', i), makeValue(key('a', i), 0, kSmall)));

@@ -36,15 +36,17 @@ uint64_t checkedSize(const TierConfig& cfg, uint64_t slabSize) {
 
 }  // namespace
 
-std::unique_ptr<PersistentTier> openPersistentTier(const TierConfig& cfg, uint64_t slabSize,
-                                                   const PersistentOpenOptions& persistence) {
+PersistentTierParts openPersistentTier(const TierConfig& cfg, uint64_t slabSize,
+                                       const PersistentOpenOptions& persistence) {
   if (cfg.kind != TierKind::kPmemFile || !cfg.persistent) {
     throw TierError(cfg.name, "only a pmem-file tier with 'persistent' set opens as a persistent tier");
   }
   checkedSize(cfg, slabSize);
   PersistentOpenOptions options = persistence;
   options.rebuildOnMismatch = options.rebuildOnMismatch || cfg.rebuild_on_mismatch;
-  return std::make_unique<PersistentPmemTier>(cfg, slabSize, options);
+  auto tier = std::make_unique<PersistentPmemTier>(cfg, slabSize, options);
+  PoolRecords* records = tier.get();
+  return {std::move(tier), records};
 }
 
 std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, const PersistentOpenOptions& persistence) {
@@ -53,7 +55,7 @@ std::unique_ptr<MemoryTier> openTier(const TierConfig& cfg, uint64_t slabSize, c
     case TierKind::kDram:
       return std::make_unique<DramTier>(cfg.name, size, cfg.nodes, cfg.bind_policy);
     case TierKind::kPmemFile:
-      if (cfg.persistent) return openPersistentTier(cfg, slabSize, persistence);
+      if (cfg.persistent) return openPersistentTier(cfg, slabSize, persistence).memory;
       return std::make_unique<PmemFileTier>(cfg.name, cfg.path, size);
     case TierKind::kDaxKmem:
       return std::make_unique<DaxKmemTier>(cfg.name, size, cfg.nodes);

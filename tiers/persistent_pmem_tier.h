@@ -43,6 +43,7 @@
 
 #include "memory_tier.h"
 #include "pmemobj_pool.h"
+#include "pool_records.h"
 
 namespace tiercache {
 
@@ -94,7 +95,10 @@ uint16_t recordCheck(uint64_t slab, uint32_t allocSize, uint16_t pool);
 
 }  // namespace pmem_layout
 
-class PersistentPmemTier final : public PersistentTier {
+// The tier's memory (MemoryTier) and its pool's records (PoolRecords) are
+// two interfaces of one object, because both live in the one pool file;
+// the cache holds them apart (openPersistentTier).
+class PersistentPmemTier final : public MemoryTier, public PoolRecords {
  public:
   static constexpr uint64_t kSlabAreaAlignment = 2ull << 20;
   static constexpr uint64_t kMinSize = 1ull << 20;
@@ -120,9 +124,10 @@ class PersistentPmemTier final : public PersistentTier {
   TierKind kind() const override { return TierKind::kPmemFile; }
   const std::string& name() const override { return name_; }
   std::string describe() const override;
+  bool persistent() const override { return true; }
   void persist(const void* addr, size_t len) const override { pool_.persist(addr, len); }
 
-  // PersistentTier
+  // PoolRecords
   bool recovered() const override { return recovered_; }
   // The clean flag as found at open; false for a created or rebuilt pool.
   bool wasCleanShutdown() const override { return wasClean_; }
