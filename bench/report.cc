@@ -58,45 +58,65 @@ std::string formatCostBlock(const WorkloadResult& r) {
   return s;
 }
 
-// Per-tier lines and the background blocks, over the measured phase.
-std::string formatTierBlocks(const WorkloadResult& r) {
+// Appends "name: value" entries to `line`, joined by ", ", starting a new
+// line (after `indent`) before an entry that would take it, with the comma
+// that ends it, past kReportWidth columns.
+constexpr size_t kReportWidth = 100;
+std::string wrapEntries(std::string line, const std::vector<std::string>& entries, const std::string& indent) {
+  std::string s;
+  bool first = true;
+  for (const std::string& e : entries) {
+    if (!first && line.size() + 2 + e.size() + 1 > kReportWidth) {
+      s += line + ",\n";
+      line = indent;
+    } else if (!first) {
+      line += ", ";
+    }
+    line += e;
+    first = false;
+  }
+  return s + line + "\n";
+}
+
+std::string entry(const char* name, uint64_t value) { return std::string(name) + ": " + withCommas(value); }
+
+// Every cache-level row of the counter tables (cache_stats.h), in table
+// order: a counter if it moved in the measured phase, a gauge (read at the
+// end) if it is not zero. A row added to the tables shows up here unedited.
+std::string formatCounters(const CacheStats& d) {
+  std::vector<std::string> entries;
+  for (const MetricDesc& m : metricTable()) {
+    if (m.cache && d.*m.cache) entries.push_back(entry(m.name, d.*m.cache));
+  }
+  if (entries.empty()) return "";
+  return "== Counters (measured phase) ==\n" + wrapEntries("", entries, "");
+}
+
+// Per-tier lines (the tier's share of the gets and of the hits, then its
+// counter rows that moved, in table order) and the background evictor's
+// figures (WorkerStats, beside the tables), over the measured phase.
+std::string formatTierBlocks(const WorkloadResult& r, const CacheStats& d) {
   const CacheStats& a = r.after;
-  const CacheStats& b = r.before;
   std::string s;
   if (a.tiers.size() > 1 || a.background_evictor.threads > 0 || a.promoter.threads > 0) {
     s += "== Tiers ==\n";
-    for (size_t i = 0; i < a.tiers.size(); ++i) {
-      const TierStats& t = a.tiers[i];
-      const TierStats& t0 = i < b.tiers.size() ? b.tiers[i] : TierStats{};
-      const uint64_t gets = a.gets - b.gets;
-      s += sformat("%-8s: hits %s (%.2f%% of gets, %.2f%% of hits), evictions %s, background %s, demoted %s, promoted %s\n",
-                   t.name.c_str(), withCommas(t.hits - t0.hits).c_str(), pct(t.hits - t0.hits, gets),
-                   pct(t.hits - t0.hits, a.hits - b.hits),
-                   withCommas(t.evictions - t0.evictions).c_str(),
-                   withCommas(t.background_evictions - t0.background_evictions).c_str(),
-                   withCommas(t.demotions - t0.demotions).c_str(), withCommas(t.promotions - t0.promotions).c_str());
+    for (const TierStats& t : d.tiers) {
+      std::vector<std::string> entries;
+      for (const MetricDesc& m : metricTable()) {
+        if (m.tier && m.kind == MetricKind::kCounter && t.*m.tier) entries.push_back(entry(m.name, t.*m.tier));
+      }
+      s += wrapEntries(sformat("%-8s: %.2f%% of gets, %.2f%% of hits%s", t.name.c_str(), pct(t.hits, d.gets),
+                               pct(t.hits, d.hits), entries.empty() ? "" : "; "),
+                       entries, std::string(10, ' '));
     }
   }
   if (a.background_evictor.threads > 0) {
-    WorkerStats w = a.background_evictor;
-    w.runs -= b.background_evictor.runs;
-    w.traversals -= b.background_evictor.traversals;
-    w.items -= b.background_evictor.items;
-    w.busy_nanos -= b.background_evictor.busy_nanos;
+    const WorkerStats& w = d.background_evictor;
     s += "== Background Evictor ==\n";
     s += sformat("Threads: %u, runs: %s, classes visited: %s, evicted: %s\n", w.threads, withCommas(w.runs).c_str(),
                  withCommas(w.traversals).c_str(), withCommas(w.items).c_str());
     s += sformat("Avg items per run: %.1f, avg time per class visit: %.2f us\n", w.avgItemsPerRun(),
                  w.avgTraversalMicros());
-  }
-  if (a.promotion_candidates > 0 || a.promoter.threads > 0) {
-    s += "== Promotion ==\n";
-    s += sformat("Candidates: %s, promoted: %s, no room: %s, rate limited: %s, queue full: %s\n",
-                 withCommas(a.promotion_candidates - b.promotion_candidates).c_str(),
-                 withCommas(a.promotions - b.promotions).c_str(),
-                 withCommas(a.promotions_no_room - b.promotions_no_room).c_str(),
-                 withCommas(a.promotions_rate_limited - b.promotions_rate_limited).c_str(),
-                 withCommas(a.promotion_queue_dropped - b.promotion_queue_dropped).c_str());
   }
   for (const TierStats& t : a.tiers) {
     if (!t.persistent) continue;
@@ -138,27 +158,25 @@ std::string formatEvictionAges(const CacheStats& after) {
   return s + " (median)\n";
 }
 
-// Slabs moved between classes in the measured phase, and the classes that
-// gained or lost most over the run (at most 6).
-std::string formatSlabMoves(const WorkloadResult& r) {
-  const uint64_t moved = r.after.rebalanced_slabs - r.before.rebalanced_slabs;
-  if (moved == 0 && r.after.rebalanced_slabs == 0) return "";
-  std::string s = sformat("Slab moves    : %s (marginal-hits %s in %s runs)", withCommas(moved).c_str(),
-                          withCommas(r.after.rebalancer_moves - r.before.rebalancer_moves).c_str(),
-                          withCommas(r.after.rebalancer_runs - r.before.rebalancer_runs).c_str());
+// The classes that gained or lost most slabs over the run (at most 6); the
+// slabs moved in the measured phase are the rebalanced_slabs counter.
+std::string formatSlabMoves(const CacheStats& after) {
   std::vector<const ClassStats*> movedClasses;
-  for (const ClassStats& c : r.after.classes) {
+  for (const ClassStats& c : after.classes) {
     if (c.slabs_gained + c.slabs_lost > 0) movedClasses.push_back(&c);
   }
+  if (movedClasses.empty()) return "";
   std::sort(movedClasses.begin(), movedClasses.end(), [](const ClassStats* a, const ClassStats* b) {
     return a->slabs_gained + a->slabs_lost > b->slabs_gained + b->slabs_lost;
   });
+  std::string s = "Slab moves    :";
   for (size_t i = 0; i < movedClasses.size() && i < 6; ++i) {
     const ClassStats& c = *movedClasses[i];
-    s += sformat("%s t%u/c%u (%u B) +%llu -%llu", i ? "," : ";", c.tier, c.class_id, c.alloc_size,
+    s += sformat("%s t%u/c%u (%u B) +%llu -%llu", i ? "," : "", c.tier, c.class_id, c.alloc_size,
                  static_cast<unsigned long long>(c.slabs_gained), static_cast<unsigned long long>(c.slabs_lost));
   }
-  return s + "\n";
+  if (movedClasses.size() > 6) s += sformat(", %zu more classes", movedClasses.size() - 6);
+  return s + " (slabs gained and lost over the run)\n";
 }
 
 std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
@@ -172,13 +190,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += sformat("Alloc Attempts: %s Success: %.2f%%\n", withCommas(d.alloc_attempts).c_str(),
               pct(d.alloc_success, d.alloc_attempts));
   s += sformat("Evictions     : %s\n", withCommas(d.evictions).c_str());
-  s += sformat("Expired       : %s (reaped %s)\n", withCommas(d.expired).c_str(), withCommas(d.reaped).c_str());
-  if (r.after.background_evictor.threads > 0)
-    s += sformat("Background evictions: %s in %s runs\n", withCommas(d.background_evictions).c_str(),
-                 withCommas(d.background_evictor.runs).c_str());
-  if (r.after.tiers.size() > 1)
-    s += sformat("Demotions     : %s Promotions: %s\n", withCommas(d.demotions).c_str(),
-                 withCommas(d.promotions).c_str());
+  s += sformat("Expired       : %s\n", withCommas(d.expired).c_str());
   s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
   s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
   s += sformat("Miss Ratio    : %.2f%% of gets, %.2f%% of bytes", 100.0 - pct(r.ops.get_hits, r.ops.gets),
@@ -196,8 +208,9 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
     s += sformat("Lookaside sets: %s (%.2f%% of misses stored)\n", withCommas(r.ops.lookaside_sets).c_str(),
                  pct(r.ops.lookaside_stored, r.ops.lookaside_sets));
   s += formatEvictionAges(r.after);
-  s += formatSlabMoves(r);
-  s += formatTierBlocks(r);
+  s += formatSlabMoves(r.after);
+  s += formatCounters(d);
+  s += formatTierBlocks(r, d);
   s += formatCostBlock(r);
   if (r.distinct_keys)
     s += sformat("Keys          : %s distinct of %s (%s share a short key, as cachebench's short keys do)\n",

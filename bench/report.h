@@ -1,8 +1,12 @@
 // Report: a WorkloadResult as text (cachebench-style) or as JSON.
 //
-// Cache counters (alloc attempts, evictions, background evictions,
-// demotions, promotions, gets, hits) are the change over the measured phase; items are counted at its end; op rates are the
-// workload's own counts over the measured wall-clock time.
+// Cache counters are the change over the measured phase, gauges (items,
+// bytes) are read at its end; op rates are the workload's own counts over
+// the measured wall-clock time. Both reports list every cache- and
+// tier-level row of the counter tables (allocator/cache_stats.h): the JSON
+// all of them, the text the counters that moved and the gauges not zero,
+// under "== Counters (measured phase) ==" and in the per-tier lines, after
+// the cachebench-style headline figures.
 #pragma once
 
 #include <cstdint>

@@ -16,19 +16,9 @@ namespace {
 
 using test::makeValue;
 
-// Two tiers, small enough that filling them demotes and evicts, so that
-// most counters are non-zero.
-CacheConfig twoTiers() {
-  CacheConfig cfg = test::smallDramConfig(4 << 20, "lru", 64 << 10);
-  TierConfig pmem;
-  pmem.name = "pmem";
-  pmem.kind = TierKind::kPmemFile;
-  pmem.size = 16 << 20;  // the PMEM minimum
-  pmem.path = "/dev/shm";
-  cfg.tiers.push_back(pmem);
-  cfg.allocation.max_size = 64 << 10;
-  return cfg;
-}
+// Two tiers (test::smallTwoTierConfig), small enough that filling them
+// demotes and evicts, so that most counters are non-zero.
+using test::smallTwoTierConfig;
 
 void churn(Cache& cache) {
   for (int i = 0; i < 40000; ++i) {
@@ -69,7 +59,7 @@ TEST(CounterTable, RowsAreSnakeCaseUniquePerLevelAndPointAtTheirLevel) {
 }
 
 TEST(CounterTable, EveryRowAppearsInJsonAndPrometheusWithItsValue) {
-  Cache cache(twoTiers());
+  Cache cache(smallTwoTierConfig());
   churn(cache);
   const CacheStats s = cache.stats();
   ASSERT_EQ(s.tiers.size(), 2u);
@@ -107,7 +97,7 @@ TEST(CounterTable, EveryRowAppearsInJsonAndPrometheusWithItsValue) {
 }
 
 TEST(CounterTable, RolledUpRowsAreTheSumsOfTheFinerLevel) {
-  Cache cache(twoTiers());
+  Cache cache(smallTwoTierConfig());
   churn(cache);
   const CacheStats s = cache.stats();  // no other thread uses the cache: the figures are still
   size_t checked = 0;
@@ -140,7 +130,7 @@ TEST(CounterTable, RolledUpRowsAreTheSumsOfTheFinerLevel) {
 }
 
 TEST(CounterTable, SinceSubtractsCountersAndKeepsGauges) {
-  Cache cache(twoTiers());
+  Cache cache(smallTwoTierConfig());
   ASSERT_TRUE(cache.set("a", "1"));
   ASSERT_TRUE(cache.set("b", "2"));
   cache.get("a");

@@ -396,22 +396,10 @@ TEST(Lifecycle, PeekLeavesTheLruOrderAlone) {
   }
 }
 
-// DRAM + emulated PMEM (a file in /dev/shm), demotion on, sync promotion.
-CacheConfig twoTierConfig() {
-  CacheConfig cfg = test::smallDramConfig(4 << 20, "lru", 64 << 10);
-  TierConfig pmem;
-  pmem.name = "pmem";
-  pmem.kind = TierKind::kPmemFile;
-  pmem.size = 16 << 20;
-  pmem.path = "/dev/shm";
-  cfg.tiers.push_back(pmem);
-  cfg.allocation.max_size = 64 << 10;
-  return cfg;
-}
-
+// DRAM + emulated PMEM (test::smallTwoTierConfig) below: demotion on, sync promotion.
 TEST(Lifecycle, DeadlineAndFlagsSurviveDemotionAndPromotion) {
   ManualClock clock;
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = test::smallTwoTierConfig();
   cfg.promotion.enabled = true;
   cfg.promotion.background = false;
   cfg.promotion.hits = 1;
@@ -465,7 +453,7 @@ TEST(Lifecycle, DeadlineAndFlagsSurviveDemotionAndPromotion) {
 
 TEST(Lifecycle, ExpiredItemsAreDroppedNotDemotedNorPromoted) {
   ManualClock clock;
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = test::smallTwoTierConfig();
   cfg.promotion.enabled = true;
   cfg.promotion.background = false;
   cfg.promotion.hits = 1;
@@ -565,7 +553,7 @@ TEST(Lifecycle, ReaperCanBeTurnedOffAndTuned) {
 // cause, and never for moves: every stored item is either still in the
 // cache at the end or was reported once.
 TEST(Lifecycle, CallbacksExactlyOncePerDepartureUnderStress) {
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = test::smallTwoTierConfig();
   // 20 MiB in all; ~42K distinct keys of ~560 bytes are set (~24 MB): the last tier evicts.
   cfg.promotion.enabled = true;
   cfg.promotion.hits = 2;

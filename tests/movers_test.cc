@@ -25,14 +25,7 @@ using test::makeValue;
 constexpr uint64_t kSlab = 64 << 10;
 
 CacheConfig twoTiers(uint64_t dram, uint64_t pmem) {
-  CacheConfig cfg = test::smallDramConfig(dram, "lru", kSlab);
-  TierConfig t;
-  t.name = "pmem";
-  t.kind = TierKind::kPmemFile;
-  t.size = pmem;
-  t.path = "/dev/shm";
-  cfg.tiers.push_back(t);
-  cfg.allocation.max_size = kSlab;
+  CacheConfig cfg = test::smallTwoTierConfig("lru", dram, pmem);
   cfg.index.bucket_power = 18;
   return cfg;
 }

@@ -37,6 +37,23 @@ inline CacheConfig smallDramConfig(uint64_t bytes, const std::string& policy = "
   return cfg;
 }
 
+// smallDramConfig's DRAM (64 KiB slabs, values up to a slab) over an
+// emulated-PMEM file in /dev/shm (16 MiB is the PMEM minimum): demotion on
+// (the default), no background workers.
+constexpr uint64_t kSmallDram = 4 << 20;
+constexpr uint64_t kSmallPmem = 16 << 20;
+inline CacheConfig smallTwoTierConfig(const std::string& policy = "lru", uint64_t dram = kSmallDram,
+                                      uint64_t pmemBytes = kSmallPmem) {
+  CacheConfig cfg = smallDramConfig(dram, policy, 64 << 10);
+  TierConfig pmem;
+  pmem.name = "pmem";
+  pmem.kind = TierKind::kPmemFile;
+  pmem.size = pmemBytes;
+  pmem.path = "/dev/shm";
+  cfg.tiers.push_back(pmem);
+  return cfg;
+}
+
 inline uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   return h;

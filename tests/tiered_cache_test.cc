@@ -16,21 +16,10 @@ namespace {
 
 using test::checkValue;
 using test::makeValue;
+using test::smallTwoTierConfig;
 
-constexpr uint64_t kDram = 4 << 20;
-constexpr uint64_t kPmem = 16 << 20;
-
-CacheConfig twoTierConfig(const std::string& policy = "lru") {
-  CacheConfig cfg = test::smallDramConfig(kDram, policy, 64 << 10);
-  TierConfig pmem;
-  pmem.name = "pmem";
-  pmem.kind = TierKind::kPmemFile;
-  pmem.size = kPmem;
-  pmem.path = "/dev/shm";
-  cfg.tiers.push_back(pmem);
-  cfg.allocation.max_size = 64 << 10;
-  return cfg;
-}
+constexpr uint64_t kDram = test::kSmallDram;
+constexpr uint64_t kPmem = test::kSmallPmem;
 
 std::string key(int i) { return "key:" + std::to_string(i); }
 
@@ -52,7 +41,7 @@ bool waitFor(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(2
 }
 
 TEST(TieredCache, EvictionDemotesIntoTheSecondTierAndFindReachesBoth) {
-  Cache cache(twoTierConfig());
+  Cache cache(smallTwoTierConfig());
   ASSERT_EQ(cache.tierCount(), 2u);
   const int n = 20000;  // ~10 MB of 500-byte values: more than DRAM, less than both
   ASSERT_EQ(fill(cache, 0, n, 500), n);
@@ -78,7 +67,7 @@ TEST(TieredCache, EvictionDemotesIntoTheSecondTierAndFindReachesBoth) {
 }
 
 TEST(TieredCache, LastTierDropsWhenEverythingIsFull) {
-  Cache cache(twoTierConfig());
+  Cache cache(smallTwoTierConfig());
   const int n = 60000;  // ~30 MB into 20 MB
   ASSERT_EQ(fill(cache, 0, n, 500), n);
   const CacheStats s = cache.stats();
@@ -89,7 +78,7 @@ TEST(TieredCache, LastTierDropsWhenEverythingIsFull) {
 }
 
 TEST(TieredCache, WithoutDemotionAllocationsFallThroughToTheFirstTierWithRoom) {
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = smallTwoTierConfig();
   cfg.demotion.enabled = false;
   Cache cache(cfg);
   const int n = 20000;
@@ -102,7 +91,7 @@ TEST(TieredCache, WithoutDemotionAllocationsFallThroughToTheFirstTierWithRoom) {
 }
 
 TEST(TieredCache, ReplaceAndRemoveWorkOnLowerTierItems) {
-  Cache cache(twoTierConfig());
+  Cache cache(smallTwoTierConfig());
   ASSERT_EQ(fill(cache, 0, 20000, 500), 20000);
   ReadHandle h = cache.find(key(0));
   ASSERT_TRUE(h);
@@ -119,7 +108,7 @@ TEST(TieredCache, ReplaceAndRemoveWorkOnLowerTierItems) {
 class BackgroundEvictionTest : public ::testing::TestWithParam<EvictorStrategyKind> {};
 
 TEST_P(BackgroundEvictionTest, KeepsTierZeroReadyAndDemotesInBatches) {
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.threads = 1;
   cfg.background_eviction.interval_ms = 1;
@@ -157,7 +146,7 @@ TEST_P(BackgroundEvictionTest, KeepsTierZeroReadyAndDemotesInBatches) {
 }
 
 TEST(BackgroundEviction, KeepFreeLeavesAtLeastNFreeSlotsPerClass) {
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.strategy = EvictorStrategyKind::kKeepFree;
@@ -176,7 +165,7 @@ TEST(BackgroundEviction, KeepFreeLeavesAtLeastNFreeSlotsPerClass) {
 }
 
 TEST(BackgroundEviction, FreeThresholdLeavesFreeSpaceBetweenTheWatermarks) {
-  CacheConfig cfg = twoTierConfig();
+  CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.low_watermark = 10;
@@ -205,7 +194,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, BackgroundEvictionTest,
 class PromotionTest : public ::testing::TestWithParam<bool> {};  // background promoter?
 
 TEST_P(PromotionTest, HotSetMovesUpAndAScanDoesNotPushItOut) {
-  CacheConfig cfg = twoTierConfig("lru");
+  CacheConfig cfg = smallTwoTierConfig("lru");
   cfg.eviction.lru_refresh_ms = 0;
   cfg.promotion.enabled = true;
   cfg.promotion.background = GetParam();
@@ -249,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, PromotionTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Background" : "Synchronous"; });
 
 TEST(TieredCache, ConcurrentAppThreadsWithEvictorAndPromoter) {
-  CacheConfig cfg = twoTierConfig("clock");
+  CacheConfig cfg = smallTwoTierConfig("clock");
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.threads = 2;
   cfg.background_eviction.interval_ms = 1;
@@ -349,14 +338,7 @@ struct RejectedRun {
 };
 
 RejectedRun runRejected(const std::string& policy, bool demoteRejected) {
-  CacheConfig cfg = test::smallDramConfig(4 << 20, policy, 64 << 10);
-  TierConfig pmem;
-  pmem.name = "pmem";
-  pmem.kind = TierKind::kPmemFile;
-  pmem.size = 16 << 20;
-  pmem.path = "/dev/shm";
-  cfg.tiers.push_back(pmem);
-  cfg.allocation.max_size = 64 << 10;
+  CacheConfig cfg = smallTwoTierConfig(policy);
   cfg.promotion.enabled = false;
   cfg.eviction.demote_rejected = demoteRejected;
   Cache cache(cfg);

@@ -12,6 +12,7 @@
 #include "bench/key_space.h"
 #include "bench/runner.h"
 #include "bench/value_codec.h"
+#include "small_workload.h"
 
 namespace tiercache::bench {
 namespace {
@@ -227,23 +228,6 @@ TEST(ValueCodecTest, StampsMakeWritesDistinctAndTornWritesFail) {
   // The header alone is not enough: its body window must match too.
   std::string swapped = b.substr(0, 16) + a.substr(16);
   EXPECT_FALSE(ValueCodec::verify(key, 1000, swapped));
-}
-
-WorkloadConfig smallWorkload() {
-  WorkloadConfig w;
-  w.threads = 2;
-  w.ops_per_thread = 20'000;
-  w.keys = 40'000;  // ~40 MB of values: several times the 16 MiB cache
-  w.key_size = {8, 24};
-  w.value_size = {64, 2048};
-  w.get_ratio = 0.7;
-  w.set_ratio = 0.2;
-  w.remove_ratio = 0.1;
-  w.popularity = {PopularityKind::kZipf, 0.9, 0.1};
-  w.lookaside = true;
-  w.prepopulate = true;
-  w.seed = 5;
-  return w;
 }
 
 TEST(WorkloadRunTest, ShortRunVerifiesEveryValueAndMovesCounters) {
