@@ -196,11 +196,13 @@ CompressedRef Movers::obtainSlot(uint32_t tier, uint32_t pool, uint32_t classId)
 CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classId, bool background) {
   SlabAllocator& a = *allocs_[tier];
   AllocationClass& ac = a.cls(pool, classId);
-  bool low = false;
-  CompressedRef ref = ac.popFree(&low);
   // Below the low watermark (or out of slots) with no new slab to come: the
-  // evictor of this class is told now, not at its next poll.
-  if (!background && (low || !ref) && served(ac) && !a.mayGrow(pool)) wakeEvictor(ac);
+  // evictor of this class is told now, not at its next poll. (popFree
+  // computes the watermark only for a class an evictor serves.)
+  const bool tellable = !background && served(ac);
+  bool low = false;
+  CompressedRef ref = ac.popFree(tellable ? &low : nullptr);
+  if (tellable && (low || !ref) && !a.mayGrow(pool)) wakeEvictor(ac);
   // Replaced items whose free was deferred are this class's first free slots.
   if (!ref) ref = ac.drainDeferred() ? ac.popFree() : ac.popFreeAfterDrains();
   if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
@@ -221,9 +223,10 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   // The same batch code as the evictor's, with a small batch: one slot comes
   // back here, the rest go to the free list for the next allocations.
   // The batch is at most 1/64 of the class, so a class of few large slots
-  // is never emptied to make room for one item.
+  // is never emptied to make room for one item. (The slab count is read
+  // without the class lock: it sizes a batch.)
   const size_t batch =
-      background ? 1 : std::clamp<size_t>(ac.slabCount() * ac.slotsPerSlab() / 64, 1, kForegroundBatch);
+      background ? 1 : std::clamp<size_t>(ac.slabCountHint() * ac.slotsPerSlab() / 64, 1, kForegroundBatch);
   for (int i = 0; !ref && i < kEvictionAttempts; ++i) {
     SlotSink sink{&ref, 1, 0};
     evictInto(ac, batch, &sink, background);

@@ -54,6 +54,14 @@ AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool,
       policy_(std::move(policy)) {}
 
 CompressedRef AllocationClass::popFree(bool* belowLow) {
+  if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) {
+    const uint32_t r = spare_.exchange(CompressedRef::kNull, std::memory_order_acquire);
+    if (r != CompressedRef::kNull) {
+      // A class that was just given a slot back is not running dry.
+      if (belowLow) *belowLow = false;
+      return CompressedRef(r);
+    }
+  }
   std::lock_guard<ClassMutex> g(lock_);
   const CompressedRef ref = popFreeLocked();
   if (belowLow) {
@@ -99,6 +107,13 @@ CompressedRef AllocationClass::popFreeLocked() {
 
 void AllocationClass::pushFree(CompressedRef ref) {
   Item* it = table_.item(ref);
+  uint32_t none = CompressedRef::kNull;
+  if (spare_.load(std::memory_order_relaxed) == CompressedRef::kNull) {
+    // Owned, as a slot fresh from popFreeLocked is (recovery frees slots
+    // whose state word is whatever the pool held).
+    it->state.store(Item::kExclusive, std::memory_order_relaxed);
+    if (spare_.compare_exchange_strong(none, ref.raw(), std::memory_order_release, std::memory_order_relaxed)) return;
+  }
   std::lock_guard<ClassMutex> g(lock_);
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
   it->hashNext = freeHead_;
@@ -114,7 +129,21 @@ void AllocationClass::deferFree(CompressedRef ref) {
   } while (!deferredHead_.compare_exchange_weak(head, ref.raw(), std::memory_order_release, std::memory_order_relaxed));
 }
 
+void AllocationClass::flushSpareLocked() {
+  const uint32_t r = spare_.exchange(CompressedRef::kNull, std::memory_order_acquire);
+  if (r == CompressedRef::kNull) return;
+  Item* it = table_.item(CompressedRef(r));
+  it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+  it->hashNext = freeHead_;
+  freeHead_ = r;
+  ++freeCount_;
+}
+
 size_t AllocationClass::drainDeferred() {
+  if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) {
+    std::lock_guard<ClassMutex> g(lock_);
+    flushSpareLocked();
+  }
   if (!hasDeferred()) return 0;
   // Counted before the list is taken: an allocation that finds both the
   // free list and this list empty waits for the slots in flight
@@ -194,7 +223,7 @@ uint32_t AllocationClass::uncarvedLocked() const {
 
 uint64_t AllocationClass::freeSlots() const {
   std::lock_guard<ClassMutex> g(lock_);
-  return freeCount_ + uncarvedLocked();
+  return freeCount_ + uncarvedLocked() + (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull);
 }
 
 uint32_t AllocationClass::carvedLocked(uint32_t slab) const {
@@ -226,6 +255,7 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
 uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   std::lock_guard<ClassMutex> g(lock_);
   if (slabs_.empty()) return CompressedRef::kNull;
+  flushSpareLocked();  // a spare slot would make its slab look busy
   const uint32_t bits = table_.slotBits();
 
   // Free slots per slab (uncarved slots count as free).
@@ -319,6 +349,15 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
     }
   }
   if (freeSet.size() != freeCount_) out += where + "free count " + std::to_string(freeCount_) + " != list length\n";
+  // The spare slot is free too, though owned-looking (kExclusive).
+  const uint32_t spare = spare_.load(std::memory_order_acquire);
+  if (spare != CompressedRef::kNull) {
+    if (!owned.count(CompressedRef(spare).slab(bits))) out += where + "spare slot in a slab the class does not own\n";
+    if (freeSet.count(spare)) out += where + "spare slot also on the free list\n";
+    if (table_.item(CompressedRef(spare))->state.load(std::memory_order_relaxed) != Item::kExclusive) {
+      out += where + "spare slot not owned\n";
+    }
+  }
 
   struct Ctx {
     const SlabTable* table;
@@ -348,6 +387,7 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
         if (!freeSet.count(ref.raw())) out += where + "slot marked free but not on the free list\n";
         continue;
       }
+      if (ref.raw() == spare) continue;
       ++live;
       if (s & Item::kRefMask) out += where + "item still pinned (leaked handle?)\n";
       if (s & (Item::kExclusive | Item::kMoving)) out += where + "item left exclusive\n";

@@ -113,7 +113,8 @@ class AllocationClass {
   // Up to n slots as popFree gives them, in one lock hold; returns how many
   // were written to out.
   size_t allocateSlots(size_t n, CompressedRef* out);
-  // Returns an exclusively owned slot to the free list.
+  // Returns an exclusively owned slot to the free list; or, lock-free, to
+  // the class's spare slot when that is empty (see spare_).
   void pushFree(CompressedRef ref);
   // Returns n exclusively owned slots (no longer in the eviction list) to
   // the free list in one lock hold.
@@ -140,7 +141,8 @@ class AllocationClass {
   // deferred an item is
   // unclaimable (kExclusive): eviction skips it, slab release skips its slab.
   void deferFree(CompressedRef ref);
-  // Frees the deferred items; returns how many.
+  // Frees the deferred items (and moves the spare slot to the free list);
+  // returns how many deferred items.
   size_t drainDeferred();
   bool hasDeferred() const { return deferredHead_.load(std::memory_order_relaxed) != CompressedRef::kNull; }
   // After popFree and drainDeferred found nothing: waits while another
@@ -155,6 +157,8 @@ class AllocationClass {
   uint64_t slabCount() const;
   // Lock-free: the class owns no slab (a hint, exact once writers are quiet).
   bool slabless() const { return slabsHint_.load(std::memory_order_relaxed) == 0; }
+  // Lock-free slabCount(), as a hint (sizing a batch, not bookkeeping).
+  uint64_t slabCountHint() const { return slabsHint_.load(std::memory_order_relaxed); }
   uint64_t freeSlots() const;  // free list + uncarved
   // True at most once per intervalMs across all threads: rate-limits the
   // rebalancer's look for idle slabs from this class's slow path.
@@ -183,6 +187,8 @@ class AllocationClass {
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
   uint32_t carvedLocked(uint32_t slab) const;
+  // The spare slot, if any, onto the free list (lock_ held).
+  void flushSpareLocked();
   // Gives up claims [from, end) of `claimed` after a pin was found: items
   // still published become claimable again; one unpublished meanwhile (a
   // remove that found it claimed) is ours to free.
@@ -207,6 +213,15 @@ class AllocationClass {
   // no ABA); on its own line: writers of other threads push here.
   alignas(64) std::atomic<uint32_t> deferredHead_{CompressedRef::kNull};
   std::atomic<uint32_t> drainsInFlight_{0};
+  // One freed slot kept outside the lock: pushFree puts a slot here when it
+  // is empty (one CAS) and popFree takes it first (one exchange), so a
+  // replacing set, which frees one slot per allocation, takes no class lock
+  // in steady state. The slot keeps the state of an owned slot (kExclusive,
+  // not kFreeSlot): a slab release sees it as busy and skips its slab, as
+  // for a deferred item, so a slot of a released slab is never handed out.
+  // Counted by freeSlots() and check(), not by popFree's watermark test (one
+  // slot); drainDeferred() and releaseSlab() move it to the free list.
+  std::atomic<uint32_t> spare_{CompressedRef::kNull};
 };
 
 

@@ -86,10 +86,21 @@ S3FifoPolicy::S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent)
     : r_(resolver), smallPercent_(std::clamp<uint32_t>(smallPercent, 1, 90)), small_(resolver), main_(resolver) {}
 
 void S3FifoPolicy::add(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
   // Hashed outside the list lock: the ghost lookup needs it.
   const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<std::mutex> g(lock_);
+  addLocked(ref, hash);
+}
+
+bool S3FifoPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  const uint64_t hash = r_.keyHash(newRef);
+  std::lock_guard<std::mutex> g(lock_);
+  addLocked(newRef, hash);
+  return removeLocked(oldRef);
+}
+
+void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
+  EvictionHook& h = r_.hook(ref);
   if (ghost_.take(hash)) {
     h.meta.store(EvictionHook::kInList | kMain | nowStamp(), std::memory_order_relaxed);
     main_.pushHead(ref);

@@ -76,6 +76,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   void add(uint32_t ref) override;
   bool remove(uint32_t ref) override;
   void removeBatch(const uint32_t* refs, size_t n) override;
+  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
@@ -88,6 +89,7 @@ class S3FifoPolicy final : public EvictionPolicy {
 
  private:
   bool removeLocked(uint32_t ref);  // lock_ held
+  void addLocked(uint32_t ref, uint64_t hash);  // lock_ held; hash: keyHash(ref)
   const HookResolver& r_;
   const uint32_t smallPercent_;
   mutable std::mutex lock_;

@@ -51,10 +51,20 @@ void WTinyLfuPolicy::growSketchLocked() {
 }
 
 void WTinyLfuPolicy::add(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
-  const uint64_t hash = r_.keyHash(ref);
-  sketch_.load(std::memory_order_acquire)->increment(hash);
+  sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(ref));
   std::lock_guard<std::mutex> g(lock_);
+  addLocked(ref);
+}
+
+bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(newRef));
+  std::lock_guard<std::mutex> g(lock_);
+  addLocked(newRef);
+  return removeLocked(oldRef);
+}
+
+void WTinyLfuPolicy::addLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   h.meta.store(EvictionHook::kInList | (kWindow << kSegShift) | nowStamp(), std::memory_order_relaxed);
   window_.pushHead(ref);
   // While the class fills, the window's tail overflows to probation (main
@@ -140,6 +150,10 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   size_t taken = 0;
   size_t offered = 0;
   size_t moves = 0;
+  // Main's victim stays the same while the filter turns newcomers away:
+  // its key is hashed and estimated once, not once per newcomer.
+  uint32_t estimated = kNullRef;
+  uint32_t victimEstimate = 0;
   const size_t maxMoves = 4 * (window_.size() + probation_.size() + protected_.size()) + maxScan;
   auto offer = [&](uint32_t ref, bool rejected) {
     ++offered;
@@ -184,7 +198,11 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
       if (!offer(c, false)) break;
       continue;
     }
-    if (sketch.estimate(r_.keyHash(c)) > sketch.estimate(r_.keyHash(v))) {
+    if (v != estimated) {
+      estimated = v;
+      victimEstimate = sketch.estimate(r_.keyHash(v));
+    }
+    if (sketch.estimate(r_.keyHash(c)) > victimEstimate) {
       moveTo(c, cm, kProbation, true);  // admitted; main's victim goes
       ++moves;
       if (!offer(v, false)) break;

@@ -46,6 +46,7 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   void add(uint32_t ref) override;
   bool remove(uint32_t ref) override;
   void removeBatch(const uint32_t* refs, size_t n) override;
+  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
@@ -59,6 +60,7 @@ class WTinyLfuPolicy final : public EvictionPolicy {
 
  private:
   bool removeLocked(uint32_t ref);  // lock_ held
+  void addLocked(uint32_t ref);     // lock_ held; the sketch already counted it
   IntrusiveList& listOf(uint32_t meta);
   void moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head);
   void growSketchLocked();

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # clang's sanitizer runtimes
   gnuplot-nox               # plots in docs/benchmarks.md
+  valgrind                  # callgrind instruction counts in docs/benchmarks.md
+  ccache                    # CMAKE_CXX_COMPILER_LAUNCHER=ccache (CONTRIBUTING.md)
   libevent-dev              # tiercache-server's event loop
   memcached python3-pymemcache libmemcached-tools nutcracker  # server tests, cluster and comparison scripts
 )

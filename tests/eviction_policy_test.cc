@@ -446,7 +446,7 @@ INSTANTIATE_TEST_SUITE_P(All, PolicyTest, ::testing::Values("lru", "lru-midpoint
 
 // The batch entry points keep the order the one-at-a-time calls give.
 TEST(EvictionPolicyBatch, AddBatchAndAddAndRemoveMatchTheSingleCalls) {
-  for (const char* kind : {"lru", "clock"}) {
+  for (const char* kind : {"lru", "clock", "s3fifo", "wtinylfu"}) {
     ArrayResolver r1(16), r2(16);
     EvictionPolicyOptions o;
     o.kind = kind;

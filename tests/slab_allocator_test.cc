@@ -91,6 +91,41 @@ TEST_F(SlabAllocatorTest, FreedSlotIsReusedFirst) {
   EXPECT_EQ(alloc_.allocateSlot(0, 0).raw(), a.raw());
 }
 
+// pushFree keeps one slot outside the lock (the spare) and popFree hands it
+// out first; the checker counts it as free, drainDeferred and a slab release
+// move it to the free list.
+TEST_F(SlabAllocatorTest, SpareSlotIsFreeForCheckerStatsAndRelease) {
+  AllocationClass& c = alloc_.cls(0, 0);
+  const CompressedRef a = alloc_.allocateSlot(0, 0);
+  const CompressedRef b = alloc_.allocateSlot(0, 0);
+  ASSERT_TRUE(a && b);
+  c.pushFree(a);  // the spare
+  EXPECT_EQ(table_.item(a)->state.load(), Item::kExclusive) << "a spare slot looks owned";
+  c.pushFree(b);  // the spare is taken: onto the list
+  EXPECT_EQ(table_.item(b)->state.load(), Item::kFreeSlot);
+  EXPECT_EQ(c.freeSlots(), kSlab / 64);
+  std::string problems;
+  uint64_t live = 0;
+  alloc_.check(problems, live);
+  EXPECT_EQ(problems, "");
+  EXPECT_EQ(live, 0u);
+  EXPECT_EQ(c.popFree().raw(), a.raw()) << "the spare goes first";
+  c.pushFree(a);
+  EXPECT_EQ(c.drainDeferred(), 0u);  // no deferred item, but the spare is flushed
+  EXPECT_EQ(table_.item(a)->state.load(), Item::kFreeSlot);
+  EXPECT_EQ(c.freeSlots(), kSlab / 64);
+  EXPECT_EQ(c.popFree().raw(), a.raw());
+  EXPECT_EQ(c.popFree().raw(), b.raw());
+  // A slab whose only non-free slot is the spare is released, not skipped.
+  c.pushFree(a);
+  c.pushFree(b);
+  std::vector<CompressedRef> claimed;
+  EXPECT_NE(c.releaseSlab(claimed), CompressedRef::kNull);
+  EXPECT_TRUE(claimed.empty());
+  EXPECT_EQ(c.slabCount(), 0u);
+  EXPECT_FALSE(c.popFree()) << "no slot of a released slab is left anywhere";
+}
+
 TEST_F(SlabAllocatorTest, ReleaseSlabRefusesWhilePinnedThenMovesIt) {
   AllocationClass& donor = alloc_.cls(0, 1);
   const CompressedRef r = alloc_.allocateSlot(0, 1);
