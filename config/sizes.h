@@ -25,9 +25,8 @@ inline constexpr uint64_t kTiB = 1ull << 40;
 // "256MiB", "1GiB", "4096", "64KiB", "1.5GiB" -> bytes; throws ConfigError(path, ...).
 uint64_t parseSize(std::string_view text, const std::string& path);
 
-// The units, largest first. The formatters are inline so that code built
-// without the library (the pool fuzzer's hand list of tiers/ sources) can
-// use them too.
+// The units, largest first. The formatters are inline, so tiers/ can use
+// this header as a leaf without depending on the rest of config/.
 struct SizeUnit {
   std::string_view name;
   uint64_t mult;
