@@ -14,6 +14,7 @@
 //                  sets evict in steady state.
 #include <benchmark/benchmark.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <list>
@@ -407,7 +408,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a.starts_with("--iterations=")) {
-      gIterations = std::stoll(std::string(a.substr(13)));
+      const std::string_view v = a.substr(13);
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), gIterations);
+      if (ec != std::errc() || end != v.data() + v.size() || gIterations < 0) {
+        std::fprintf(stderr, "tiercache-microbench: --iterations: expected an integer >= 0, got '%s'\n",
+                     std::string(v).c_str());
+        return 2;
+      }
     } else {
       argv[kept++] = argv[i];
     }

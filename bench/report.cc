@@ -139,44 +139,47 @@ std::string withCommas(uint64_t n) {
   return out;
 }
 
+namespace {
+
+// "label: t0/c3 (64 B) <what>, ..." over the classes of `after` whose weight
+// is not zero, heaviest first, at most 6 (then how many more); "" if none.
+template <class Weight, class Describe>
+std::string formatTopClasses(const CacheStats& after, const char* label, Weight weight, Describe describe,
+                             const char* tail) {
+  std::vector<const ClassStats*> top;
+  for (const ClassStats& c : after.classes) {
+    if (weight(c) > 0) top.push_back(&c);
+  }
+  if (top.empty()) return "";
+  std::sort(top.begin(), top.end(), [&](const ClassStats* a, const ClassStats* b) { return weight(*a) > weight(*b); });
+  std::string s = label;
+  for (size_t i = 0; i < top.size() && i < 6; ++i) {
+    const ClassStats& c = *top[i];
+    s += sformat("%s t%u/c%u (%u B) ", i ? "," : "", c.tier, c.class_id, c.alloc_size) + describe(c);
+  }
+  if (top.size() > 6) s += sformat(", %zu more classes", top.size() - 6);
+  return s + tail;
+}
+
+}  // namespace
+
 // Median eviction age of the classes that evicted most (at most 6).
 std::string formatEvictionAges(const CacheStats& after) {
-  std::vector<const ClassStats*> evicting;
-  for (const ClassStats& c : after.classes) {
-    if (c.evictions + c.background_evictions > 0) evicting.push_back(&c);
-  }
-  if (evicting.empty()) return "";
-  std::sort(evicting.begin(), evicting.end(), [](const ClassStats* a, const ClassStats* b) {
-    return a->evictions + a->background_evictions > b->evictions + b->background_evictions;
-  });
-  std::string s = "Eviction age  :";
-  for (size_t i = 0; i < evicting.size() && i < 6; ++i) {
-    const ClassStats& c = *evicting[i];
-    s += sformat("%s t%u/c%u (%u B) < %u ms", i ? "," : "", c.tier, c.class_id, c.alloc_size, c.eviction_age_ms + 1);
-  }
-  if (evicting.size() > 6) s += sformat(", %zu more classes", evicting.size() - 6);
-  return s + " (median)\n";
+  return formatTopClasses(
+      after, "Eviction age  :", [](const ClassStats& c) { return c.evictions + c.background_evictions; },
+      [](const ClassStats& c) { return sformat("< %u ms", c.eviction_age_ms + 1); }, " (median)\n");
 }
 
 // The classes that gained or lost most slabs over the run (at most 6); the
 // slabs moved in the measured phase are the rebalanced_slabs counter.
 std::string formatSlabMoves(const CacheStats& after) {
-  std::vector<const ClassStats*> movedClasses;
-  for (const ClassStats& c : after.classes) {
-    if (c.slabs_gained + c.slabs_lost > 0) movedClasses.push_back(&c);
-  }
-  if (movedClasses.empty()) return "";
-  std::sort(movedClasses.begin(), movedClasses.end(), [](const ClassStats* a, const ClassStats* b) {
-    return a->slabs_gained + a->slabs_lost > b->slabs_gained + b->slabs_lost;
-  });
-  std::string s = "Slab moves    :";
-  for (size_t i = 0; i < movedClasses.size() && i < 6; ++i) {
-    const ClassStats& c = *movedClasses[i];
-    s += sformat("%s t%u/c%u (%u B) +%llu -%llu", i ? "," : "", c.tier, c.class_id, c.alloc_size,
-                 static_cast<unsigned long long>(c.slabs_gained), static_cast<unsigned long long>(c.slabs_lost));
-  }
-  if (movedClasses.size() > 6) s += sformat(", %zu more classes", movedClasses.size() - 6);
-  return s + " (slabs gained and lost over the run)\n";
+  return formatTopClasses(
+      after, "Slab moves    :", [](const ClassStats& c) { return c.slabs_gained + c.slabs_lost; },
+      [](const ClassStats& c) {
+        return sformat("+%llu -%llu", static_cast<unsigned long long>(c.slabs_gained),
+                       static_cast<unsigned long long>(c.slabs_lost));
+      },
+      " (slabs gained and lost over the run)\n");
 }
 
 std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, const HitRatioLimits* limits,
