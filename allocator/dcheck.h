@@ -10,12 +10,14 @@
 // index stripe lock while a class lock is held. ClassMutex counts, per
 // thread, the class locks held in checked builds, so AccessIndex can check
 // the second half when it takes a stripe lock. Unchecked, ClassMutex is a
-// plain std::mutex.
+// plain AdaptiveMutex.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+
+#include "../common/adaptive_mutex.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
@@ -94,7 +96,7 @@ class ClassMutex {
   }
 
  private:
-  std::mutex m_;
+  AdaptiveMutex m_;  // spins before it sleeps (common/adaptive_mutex.h)
 };
 
 }  // namespace tiercache

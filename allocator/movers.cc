@@ -202,9 +202,10 @@ CompressedRef Movers::obtainSlotIn(uint32_t tier, uint32_t pool, uint32_t classI
   const bool tellable = !background && served(ac);
   bool low = false;
   CompressedRef ref = ac.popFree(tellable ? &low : nullptr);
-  if (tellable && (low || !ref) && !a.mayGrow(pool)) wakeEvictor(ac);
   // Replaced items whose free was deferred are this class's first free slots.
   if (!ref) ref = ac.drainDeferred() ? ac.popFree() : ac.popFreeAfterDrains();
+  // Urgent (a wake-up now) only when the class is dry even so.
+  if (tellable && (low || !ref) && !a.mayGrow(pool)) wakeEvictor(ac, !ref);
   if (ref || (a.growClass(pool, classId) && (ref = ac.popFree()))) return ref;
   ac.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled) {
@@ -242,7 +243,7 @@ size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out,
   size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
   if (got < n && lower.drainDeferred()) got += lower.allocateSlots(n - got, out + got);
   if (got == n) return got;
-  if (!background && served(lower)) wakeEvictor(lower);
+  if (!background && served(lower)) wakeEvictor(lower, true);
   lower.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
   if (config_.rebalance.enabled && lower.slabless() && rebalance(a, lower.pool(), lower.id(), false)) {
     got += a.allocateSlots(lower.pool(), lower.id(), n - got, out + got);
@@ -273,7 +274,14 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
     b.count = 0;
     const size_t want = std::min(n - done, kMaxBatch);
     ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected, live, deadFirst);
-    if (ac.policy().evict(want, want + kEvictionMaxScan, visitor) == 0) {
+    // The evictor claims in short holds: a foreground set adding to this
+    // policy waits for at most kClaimChunk claims, not a whole batch.
+    const size_t chunk = background ? kClaimChunk : want;
+    while (b.count < want) {
+      const size_t ask = std::min(want - b.count, chunk);
+      if (ac.policy().evict(ask, ask + kEvictionMaxScan, visitor) == 0) break;
+    }
+    if (b.count == 0) {
       if (!deadFirst) break;
       deadFirst = false;  // no dead item in the window: live ones now
       continue;
@@ -547,9 +555,9 @@ bool Movers::served(const AllocationClass& ac) const {
   return !evictors_.empty() && (allocs_.size() == 1 || ac.tier() + 1 < allocs_.size());
 }
 
-void Movers::wakeEvictor(const AllocationClass& ac) {
+void Movers::wakeEvictor(const AllocationClass& ac, bool urgent) {
   const size_t cls = flatClassIndex(ac);
-  if (!evictors_.empty()) evictors_[cls % evictors_.size()]->tell(cls);
+  if (!evictors_.empty()) evictors_[cls % evictors_.size()]->tell(cls, urgent);
 }
 
 size_t Movers::classCount() const {

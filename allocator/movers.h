@@ -133,6 +133,8 @@ class Movers final : public BackgroundTarget {
   // The batch an allocation that found no free slot evicts itself (at
   // most 1/64 of the class).
   static constexpr size_t kForegroundBatch = 8;
+  // Claims per policy-lock hold of a background batch (see evictInto).
+  static constexpr size_t kClaimChunk = 8;
 
   struct Batch;
   class ClaimVisitor;
@@ -161,7 +163,9 @@ class Movers final : public BackgroundTarget {
   void freeOwned(CompressedRef ref);
   // The class has a background evictor that keeps it free.
   bool served(const AllocationClass& ac) const;
-  void wakeEvictor(const AllocationClass& ac);
+  // urgent: the class has no free slot (the evictor is woken now, not at
+  // its next nap's end).
+  void wakeEvictor(const AllocationClass& ac, bool urgent);
   // Flat class numbers run tier-major, then pool, then class.
   size_t flatClassIndex(const AllocationClass& ac) const;
   AllocationClass& classAt(size_t cls) const;

@@ -48,6 +48,21 @@ void PeriodicWorker::wake() {
   cv_.notify_one();
 }
 
+void PeriodicWorker::wakeUnlessDue(std::chrono::milliseconds soon) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's flags before the look
+  if (wakePending_.load(std::memory_order_relaxed)) return;
+  const int64_t due = dueNs_.load(std::memory_order_relaxed);
+  if (due != kNotSleeping) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    // The timed run reads the caller's flags (stored before the fence
+    // above, a millisecond or less before that run).
+    if (due - now <= std::chrono::duration_cast<std::chrono::nanoseconds>(soon).count()) return;
+  }
+  wake();
+}
+
 void PeriodicWorker::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stopRequested_) {
@@ -59,7 +74,13 @@ void PeriodicWorker::loop() {
     lk.lock();
     const auto wait = nextWaitMs_ >= 0 ? std::chrono::milliseconds(nextWaitMs_) : interval_;
     nextWaitMs_ = -1;
+    dueNs_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     (std::chrono::steady_clock::now() + wait).time_since_epoch())
+                     .count(),
+                 std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with wakeUnlessDue()
     cv_.wait_for(lk, wait, [this] { return stopRequested_ || wakePending_.load(std::memory_order_acquire); });
+    dueNs_.store(kNotSleeping, std::memory_order_relaxed);
   }
 }
 

@@ -26,6 +26,12 @@ class PeriodicWorker {
   // Runs the task soon without waiting for the interval. Cheap when a wake
   // is already pending: callers on hot paths may call it freely.
   void wake();
+  // wake(), unless the worker sleeps on its timer and its next run is due
+  // within `soon` anyway: waking a sleeping thread is a system call (and,
+  // on a VM, an interrupt to another vCPU) paid by the caller, measured at
+  // 5-50 us on a 2-vCPU VM (docs/benchmarks.md), where a timer the worker
+  // set itself costs the caller nothing.
+  void wakeUnlessDue(std::chrono::milliseconds soon);
   // Called from the task: the next wait (unless woken) lasts `wait` instead
   // of the interval, once.
   void waitNext(std::chrono::milliseconds wait) { nextWaitMs_ = wait.count(); }
@@ -46,6 +52,10 @@ class PeriodicWorker {
   std::condition_variable cv_;
   bool stopRequested_ = false;
   std::atomic<bool> wakePending_{false};
+  // Steady-clock time (ns) the sleeping worker's timer fires; kNotSleeping
+  // while the task runs (a wake then costs no system call).
+  static constexpr int64_t kNotSleeping = INT64_MAX;
+  std::atomic<int64_t> dueNs_{kNotSleeping};
   int64_t nextWaitMs_ = -1;  // the worker thread's own
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> runs_{0};

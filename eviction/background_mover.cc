@@ -34,12 +34,16 @@ BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<E
       wait_(interval),
       worker_("tc-evict-" + std::to_string(id), interval, [this] { runOnce(); }) {}
 
-void BackgroundEvictor::tell(size_t cls) {
+void BackgroundEvictor::tell(size_t cls, bool urgent) {
   // Hot path of allocations below the watermark: plain loads while a tell
   // is already pending.
   if (!told_[cls].load(std::memory_order_relaxed)) told_[cls].store(true, std::memory_order_relaxed);
   if (!anyTold_.load(std::memory_order_relaxed)) anyTold_.store(true, std::memory_order_release);
-  worker_.wake();
+  if (urgent) {
+    worker_.wake();
+  } else {
+    worker_.wakeUnlessDue(kNap);
+  }
 }
 
 namespace {
@@ -76,7 +80,8 @@ size_t BackgroundEvictor::runOnce() {
     done += found;
     // Work, or a cache in use: keep the interval. An idle cache for a
     // while: look again later and later (a tell still gets a run at once).
-    if (found || told || active) {
+    busy_ = found || told || active;
+    if (busy_) {
       idleLooks_ = 0;
       wait_ = interval_;
     } else if (++idleLooks_ > kIdleLooksBeforeBackoff) {
@@ -85,9 +90,12 @@ size_t BackgroundEvictor::runOnce() {
   } else if (told) {
     idleLooks_ = 0;
     wait_ = interval_;
+    busy_ = true;
   }
-  // Told classes keep the evictor at the interval while they are short.
-  worker_.waitNext(told || done ? interval_ : wait_);
+  // While the cache allocates, the evictor naps (kNap) between runs, so a
+  // tell finds a run due and costs its thread no wake-up; an idle cache
+  // gets the backed-off wait.
+  worker_.waitNext(done || busy_ ? std::min(interval_, kNap) : wait_);
   if (visited) counters_.recordRun(visited, done, t0);
   return done;
 }

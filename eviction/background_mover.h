@@ -6,8 +6,11 @@
 //
 // Each BackgroundEvictor serves the classes i with i % threads == its id.
 // It is told: an allocation that leaves a class below its low watermark
-// calls tell(class), and the evictor serves the told classes at once. It
-// also looks at all its classes every interval while the cache is in use,
+// calls tell(class), and the evictor serves the told classes at once, or at
+// its next timed run when that is at most kNap away: while the cache
+// allocates, the evictor naps kNap (or the interval, if shorter) between
+// runs, so the allocating threads rarely pay a thread wake-up (a system
+// call); a class that ran dry (urgent) wakes it at once. It also looks at all its classes every interval while the cache is in use,
 // and after 64 looks that found neither work nor allocations less and less
 // often (up to idleInterval), so an idle cache costs about one look per
 // idleInterval. For each class it asks its strategy for a batch and has the
@@ -68,8 +71,12 @@ class BackgroundEvictor {
   void start() { worker_.start(); }
   void stop() { worker_.stop(); }
   void wake() { worker_.wake(); }
-  // Class cls (one of this evictor's) is short of free slots: serve it soon.
-  void tell(size_t cls);
+  // Class cls (one of this evictor's) is short of free slots: serve it soon
+  // (urgent: it has none; wake the thread now).
+  void tell(size_t cls, bool urgent = false);
+  // The evictor's wait after a run that did work, and how soon a due run
+  // makes a tell skip the wake-up.
+  static constexpr std::chrono::milliseconds kNap{1};
   BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   // One pass over this evictor's classes (what the thread runs).
   size_t runOnce();
@@ -86,6 +93,7 @@ class BackgroundEvictor {
   // The worker thread's own: current full-look interval, idle looks in a row.
   std::chrono::milliseconds wait_;
   uint32_t idleLooks_ = 0;
+  bool busy_ = false;  // the last full look saw allocations, work or tells
   std::chrono::steady_clock::time_point lastFullLook_{};
   WorkerCounters counters_;
   PeriodicWorker worker_;  // last: its thread must stop before the rest goes

@@ -4,13 +4,13 @@ namespace tiercache {
 
 void ClockPolicy::add(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   h.meta.store(EvictionHook::kInList | (coarseNowMs() & EvictionHook::kTimeMask), std::memory_order_relaxed);
   list_.pushHead(ref);
 }
 
 void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) {
     r_.hook(refs[i]).meta.store(EvictionHook::kInList, std::memory_order_relaxed);
     list_.pushHead(refs[i]);
@@ -18,12 +18,12 @@ void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
 }
 
 bool ClockPolicy::remove(uint32_t ref) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
 void ClockPolicy::removeBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
@@ -38,7 +38,7 @@ bool ClockPolicy::removeLocked(uint32_t ref) {
 bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   EvictionHook& h = r_.hook(newRef);
   EvictionHook& o = r_.hook(oldRef);
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   h.meta.store(EvictionHook::kInList, std::memory_order_relaxed);
   list_.pushHead(newRef);
   if (!(o.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
@@ -57,7 +57,7 @@ void ClockPolicy::recordAccess(uint32_t ref) {
 }
 
 size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   size_t taken = 0;
   size_t scanned = 0;
   uint32_t cur = list_.tail();
@@ -88,12 +88,12 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
 }
 
 size_t ClockPolicy::size() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return list_.size();
 }
 
 bool ClockPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return list_.forEach(fn, ctx);
 }
 

@@ -9,6 +9,7 @@
 
 #include <mutex>
 
+#include "../common/adaptive_mutex.h"
 #include "eviction_policy.h"
 #include "intrusive_list.h"
 
@@ -32,7 +33,7 @@ class ClockPolicy final : public EvictionPolicy {
  private:
   bool removeLocked(uint32_t ref);  // lock_ held
   const HookResolver& r_;
-  mutable std::mutex lock_;
+  mutable AdaptiveMutex lock_;
   IntrusiveList list_;
 };
 

@@ -16,7 +16,7 @@ LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint
       cold_(resolver) {}
 
 void LruPolicy::add(uint32_t ref) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(ref);
 }
 
@@ -33,22 +33,22 @@ void LruPolicy::addLocked(uint32_t ref) {
 }
 
 void LruPolicy::addBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) addLocked(refs[i]);
 }
 
 bool LruPolicy::remove(uint32_t ref) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
 void LruPolicy::removeBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
 bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(newRef);
   return removeLocked(oldRef);
 }
@@ -69,7 +69,7 @@ void LruPolicy::recordAccess(uint32_t ref) {
   const uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.
   if (((now - seen) & EvictionHook::kTimeMask) < interval_.load(std::memory_order_relaxed)) return;
-  std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
+  std::unique_lock<AdaptiveMutex> g(lock_, std::try_to_lock);
   if (!g.owns_lock()) return;
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return;
@@ -98,7 +98,7 @@ void LruPolicy::rebalanceLocked() {
 }
 
 size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   size_t taken = 0;
   size_t scanned = 0;
   for (IntrusiveList* list : {&cold_, &hot_}) {
@@ -143,12 +143,12 @@ void LruPolicy::noteEvictionAge(uint32_t idleMs) {
 }
 
 size_t LruPolicy::size() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return hot_.size() + cold_.size();
 }
 
 bool LruPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return hot_.forEach(fn, ctx) && cold_.forEach(fn, ctx);
 }
 

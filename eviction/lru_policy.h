@@ -21,6 +21,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "../common/adaptive_mutex.h"
 #include "eviction_policy.h"
 #include "intrusive_list.h"
 
@@ -56,7 +57,7 @@ class LruPolicy final : public EvictionPolicy {
   const uint32_t refreshMs_;
   const double refreshRatio_;
   std::atomic<uint32_t> interval_;
-  mutable std::mutex lock_;
+  mutable AdaptiveMutex lock_;
   IntrusiveList hot_;
   IntrusiveList cold_;
 };

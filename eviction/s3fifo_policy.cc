@@ -88,13 +88,13 @@ S3FifoPolicy::S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent)
 void S3FifoPolicy::add(uint32_t ref) {
   // Hashed outside the list lock: the ghost lookup needs it.
   const uint64_t hash = r_.keyHash(ref);
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(ref, hash);
 }
 
 bool S3FifoPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   const uint64_t hash = r_.keyHash(newRef);
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(newRef, hash);
   return removeLocked(oldRef);
 }
@@ -111,12 +111,12 @@ void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
 }
 
 bool S3FifoPolicy::remove(uint32_t ref) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
 void S3FifoPolicy::removeBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
@@ -140,7 +140,7 @@ void S3FifoPolicy::recordAccess(uint32_t ref) {
 }
 
 size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   size_t taken = 0;
   size_t offered = 0;
   // Reinsertions do not count as scans, but are bounded: each member is
@@ -192,27 +192,27 @@ size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor
 }
 
 size_t S3FifoPolicy::size() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return small_.size() + main_.size();
 }
 
 size_t S3FifoPolicy::smallSize() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return small_.size();
 }
 
 size_t S3FifoPolicy::mainSize() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return main_.size();
 }
 
 size_t S3FifoPolicy::metadataBytes() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return ghost_.bytes();
 }
 
 bool S3FifoPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return small_.forEach(fn, ctx) && main_.forEach(fn, ctx);
 }
 

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../common/adaptive_mutex.h"
 #include "eviction_policy.h"
 #include "intrusive_list.h"
 
@@ -92,7 +93,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   void addLocked(uint32_t ref, uint64_t hash);  // lock_ held; hash: keyHash(ref)
   const HookResolver& r_;
   const uint32_t smallPercent_;
-  mutable std::mutex lock_;
+  mutable AdaptiveMutex lock_;
   IntrusiveList small_;
   IntrusiveList main_;
   GhostQueue ghost_;

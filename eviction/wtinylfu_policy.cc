@@ -52,13 +52,13 @@ void WTinyLfuPolicy::growSketchLocked() {
 
 void WTinyLfuPolicy::add(uint32_t ref) {
   sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(ref));
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(ref);
 }
 
 bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(newRef));
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(newRef);
   return removeLocked(oldRef);
 }
@@ -81,12 +81,12 @@ void WTinyLfuPolicy::addLocked(uint32_t ref) {
 }
 
 bool WTinyLfuPolicy::remove(uint32_t ref) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
 void WTinyLfuPolicy::removeBatch(const uint32_t* refs, size_t n) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
@@ -145,7 +145,7 @@ uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
 }
 
 size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   FrequencySketch& sketch = *sketch_.load(std::memory_order_relaxed);
   size_t taken = 0;
   size_t offered = 0;
@@ -214,24 +214,24 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
 }
 
 size_t WTinyLfuPolicy::size() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return window_.size() + probation_.size() + protected_.size();
 }
 
 size_t WTinyLfuPolicy::windowSize() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return window_.size();
 }
 
 size_t WTinyLfuPolicy::metadataBytes() const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   size_t n = 0;
   for (const auto& s : sketches_) n += s->bytes();
   return n;
 }
 
 bool WTinyLfuPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
-  std::lock_guard<std::mutex> g(lock_);
+  std::lock_guard<AdaptiveMutex> g(lock_);
   return window_.forEach(fn, ctx) && probation_.forEach(fn, ctx) && protected_.forEach(fn, ctx);
 }
 

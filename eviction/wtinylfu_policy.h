@@ -27,6 +27,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../common/adaptive_mutex.h"
 #include "eviction_policy.h"
 #include "frequency_sketch.h"
 #include "intrusive_list.h"
@@ -69,7 +70,7 @@ class WTinyLfuPolicy final : public EvictionPolicy {
 
   const HookResolver& r_;
   const uint32_t windowPercent_;
-  mutable std::mutex lock_;
+  mutable AdaptiveMutex lock_;
   IntrusiveList window_;
   IntrusiveList probation_;
   IntrusiveList protected_;

@@ -222,5 +222,43 @@ TEST(PeriodicWorkerStop, TwoThreadsStoppingAtOnce) {
   }
 }
 
+// wakeUnlessDue (the evictor's tell below the low watermark): a worker whose
+// timer is far off is woken at once; one whose run is due within `soon` is
+// left to its timer, which spares the caller a thread wake-up.
+bool waitForRuns(const std::atomic<int>& runs, int n, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (runs.load() < n) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(PeriodicWorkerWake, WakeUnlessDueWakesAWorkerWhoseTimerIsFarOff) {
+  std::atomic<int> runs{0};
+  PeriodicWorker w("wake-far", std::chrono::seconds(60), [&] { runs.fetch_add(1); });
+  w.start();
+  ASSERT_TRUE(waitForRuns(runs, 1, std::chrono::seconds(10)));  // the first run is at start
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));   // asleep on its 60 s timer
+  w.wakeUnlessDue(std::chrono::milliseconds(1));
+  EXPECT_TRUE(waitForRuns(runs, 2, std::chrono::seconds(10))) << "not woken: runs " << runs.load();
+  w.stop();
+}
+
+TEST(PeriodicWorkerWake, WakeUnlessDueLeavesARunThatIsDueSoon) {
+  std::atomic<int> runs{0};
+  PeriodicWorker w("wake-due", std::chrono::seconds(3), [&] { runs.fetch_add(1); });
+  w.start();
+  ASSERT_TRUE(waitForRuns(runs, 1, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  w.wakeUnlessDue(std::chrono::seconds(30));  // the 3 s timer is within 30 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(runs.load(), 1) << "woken although its run was due within the bound";
+  EXPECT_TRUE(waitForRuns(runs, 2, std::chrono::seconds(20))) << "the timer did not run it";
+  w.wake();  // a plain wake still wakes at once
+  EXPECT_TRUE(waitForRuns(runs, 3, std::chrono::seconds(2)));
+  w.stop();
+}
+
 }  // namespace
 }  // namespace tiercache
