@@ -293,7 +293,7 @@ class WTinyLfuSim final : public SimCache {
         windowCap_(std::max<uint64_t>(1, k / 100)),
         mainCap_(k > windowCap_ ? k - windowCap_ : 1),
         protectedCap_(mainCap_ * 4 / 5),
-        sketch_(mainCap_, 32) {}  // libCacheSim: halve after 32 x the main size
+        sketch_(mainCap_, 32, FrequencySketch::Layout::kSpread) {}  // libCacheSim: halve after 32 x the main size; its count-min layout
   void hit(uint32_t key) override {
     sketch_.increment(hash(key));
     const uint8_t w = where_[key];

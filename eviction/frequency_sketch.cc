@@ -6,49 +6,91 @@
 namespace tiercache {
 
 namespace {
-// Distinct odd multipliers: one independent-enough index per row.
+constexpr size_t kBlockWords = 8;  // 64 bytes
+// kSpread: distinct odd multipliers, one independent-enough index per row.
 constexpr uint64_t kSeeds[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
                                 0xD6E8FEB86659FD93ull};
 uint64_t mix(uint64_t h, uint64_t seed) {
   h *= seed;
   return h ^ (h >> 29);
 }
+// A full 64-bit finalizer (splitmix64's): callers' hashes may be weak in
+// some bits (the simulators' are one multiply), and a block and four row
+// places are cut from one value, so every bit must depend on every bit.
+uint64_t fmix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 }  // namespace
 
-FrequencySketch::FrequencySketch(size_t capacity, size_t sampleFactor)
-    : capacity_(std::max<size_t>(capacity, 16)),
+FrequencySketch::FrequencySketch(size_t capacity, size_t sampleFactor, Layout layout)
+    : layout_(layout),
+      capacity_(std::max<size_t>(capacity, 16)),
       words_(std::bit_ceil(capacity_) / 2),
       doorWords_(std::max<size_t>(1, std::bit_ceil(capacity_) / 64)),
       sampleSize_(std::max<size_t>(1, sampleFactor) * capacity_),
-      table_(new std::atomic<uint64_t>[words_]),
+      tableMem_(new std::atomic<uint64_t>[words_ + kBlockWords - 1]),
+      table_(tableMem_.get() + (kBlockWords - (reinterpret_cast<uintptr_t>(tableMem_.get()) / 8) % kBlockWords) %
+                                   kBlockWords),
       door_(new std::atomic<uint64_t>[doorWords_]) {
   for (size_t i = 0; i < words_; ++i) table_[i].store(0, std::memory_order_relaxed);
   for (size_t i = 0; i < doorWords_; ++i) door_[i].store(0, std::memory_order_relaxed);
 }
 
-size_t FrequencySketch::counterIndex(uint64_t hash, int row) const {
-  return static_cast<size_t>(mix(hash, kSeeds[row]) & (words_ * 16 - 1));
+void FrequencySketch::locate(uint64_t hash, size_t word[4], int shift[4]) const {
+  if (layout_ == Layout::kSpread) {
+    for (int row = 0; row < 4; ++row) {
+      const size_t idx = static_cast<size_t>(mix(hash, kSeeds[row]) & (words_ * 16 - 1));
+      word[row] = idx >> 4;
+      shift[row] = static_cast<int>(idx & 15) * 4;
+    }
+    return;
+  }
+  const uint64_t z = fmix(hash);
+  const size_t block = static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1);
+  for (int row = 0; row < 4; ++row) {
+    const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));  // 1 bit: which word; 4 bits: which counter
+    word[row] = block * kBlockWords + static_cast<size_t>(row) * 2 + (bits & 1);
+    shift[row] = static_cast<int>((bits >> 1) & 15) * 4;
+  }
+}
+
+FrequencySketch::Door FrequencySketch::doorOf(uint64_t hash) const {
+  if (layout_ == Layout::kSpread) {
+    const size_t doorBits = doorWords_ * 64;
+    const size_t b1 = static_cast<size_t>(hash) & (doorBits - 1);
+    const size_t b2 = static_cast<size_t>(hash >> 32) & (doorBits - 1);
+    return {b1 >> 6, b2 >> 6, uint64_t{1} << (b1 & 63), uint64_t{1} << (b2 & 63)};
+  }
+  // Both bits in one word, from raw hash bits the counters' places do not use.
+  const size_t w = static_cast<size_t>(hash >> 12) & (doorWords_ - 1);
+  return {w, w, uint64_t{1} << (hash & 63), uint64_t{1} << ((hash >> 6) & 63)};
+}
+
+bool FrequencySketch::seen(const Door& d) const {
+  return (door_[d.w1].load(std::memory_order_relaxed) & d.m1) && (door_[d.w2].load(std::memory_order_relaxed) & d.m2);
 }
 
 void FrequencySketch::increment(uint64_t hash) {
   // Doorkeeper: two bits; a key is "seen" when both are set.
-  const size_t doorBits = doorWords_ * 64;
-  const size_t b1 = static_cast<size_t>(hash) & (doorBits - 1);
-  const size_t b2 = static_cast<size_t>(hash >> 32) & (doorBits - 1);
-  const uint64_t m1 = uint64_t{1} << (b1 & 63), m2 = uint64_t{1} << (b2 & 63);
-  const bool seen = (door_[b1 >> 6].load(std::memory_order_relaxed) & m1) &&
-                    (door_[b2 >> 6].load(std::memory_order_relaxed) & m2);
-  if (!seen) {
-    door_[b1 >> 6].fetch_or(m1, std::memory_order_relaxed);
-    door_[b2 >> 6].fetch_or(m2, std::memory_order_relaxed);
+  const Door d = doorOf(hash);
+  if (!seen(d)) {
+    if (d.w1 == d.w2) {
+      door_[d.w1].fetch_or(d.m1 | d.m2, std::memory_order_relaxed);
+    } else {
+      door_[d.w1].fetch_or(d.m1, std::memory_order_relaxed);
+      door_[d.w2].fetch_or(d.m2, std::memory_order_relaxed);
+    }
   } else {
+    size_t word[4];
+    int shift[4];
+    locate(hash, word, shift);
     for (int row = 0; row < 4; ++row) {
-      const size_t idx = counterIndex(hash, row);
-      std::atomic<uint64_t>& w = table_[idx >> 4];
-      const int shift = static_cast<int>(idx & 15) * 4;
+      std::atomic<uint64_t>& w = table_[word[row]];
       uint64_t v = w.load(std::memory_order_relaxed);
-      while (((v >> shift) & 15) != 15 &&
-             !w.compare_exchange_weak(v, v + (uint64_t{1} << shift), std::memory_order_relaxed)) {
+      while (((v >> shift[row]) & 15) != 15 &&
+             !w.compare_exchange_weak(v, v + (uint64_t{1} << shift[row]), std::memory_order_relaxed)) {
       }
     }
   }
@@ -56,18 +98,15 @@ void FrequencySketch::increment(uint64_t hash) {
 }
 
 uint32_t FrequencySketch::estimate(uint64_t hash) const {
+  size_t word[4];
+  int shift[4];
+  locate(hash, word, shift);
   uint32_t best = 15;
   for (int row = 0; row < 4; ++row) {
-    const size_t idx = counterIndex(hash, row);
-    const uint64_t v = table_[idx >> 4].load(std::memory_order_relaxed);
-    best = std::min<uint32_t>(best, static_cast<uint32_t>((v >> ((idx & 15) * 4)) & 15));
+    const uint64_t v = table_[word[row]].load(std::memory_order_relaxed);
+    best = std::min<uint32_t>(best, static_cast<uint32_t>((v >> shift[row]) & 15));
   }
-  const size_t doorBits = doorWords_ * 64;
-  const size_t b1 = static_cast<size_t>(hash) & (doorBits - 1);
-  const size_t b2 = static_cast<size_t>(hash >> 32) & (doorBits - 1);
-  const bool seen = (door_[b1 >> 6].load(std::memory_order_relaxed) >> (b1 & 63) & 1) &&
-                    (door_[b2 >> 6].load(std::memory_order_relaxed) >> (b2 & 63) & 1);
-  return best + (seen ? 1 : 0);
+  return best + (seen(doorOf(hash)) ? 1 : 0);
 }
 
 void FrequencySketch::halve() {

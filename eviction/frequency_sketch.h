@@ -17,11 +17,14 @@
 // item, 4 bytes) + nextpow2(capacity) doorkeeper bits; the sample (accesses
 // between halvings) is sampleFactor x capacity (Caffeine: 10).
 //
-// Each row's counter is in its own word (up to 5 cache lines per hit with
-// the doorkeeper). Putting a key's counters and doorkeeper bits in one
-// 64-byte block (Caffeine's layout) was tried: the find-hit CPU time moved
-// by less than the noise of this machine (605 vs 635 ns) and the miss
-// ratio rose by 0.4 points at Zipf 0.9 / 1% (collisions within a block).
+// Layout (kBlocked): a key's four counters are in one 64-byte block (8 words; row r
+// picks word 2r or 2r+1 of the block and a counter in it), and its two
+// doorkeeper bits in one word, so an increment or an estimate touches two
+// cache lines, not five. On the set path of W-TinyLFU (an increment and up
+// to two estimates per set) the five-line layout was most of the set's
+// cache misses (callgrind's cache simulation; docs/benchmarks.md). A
+// doorkeeper inside the block (Caffeine keeps none) was tried earlier and
+// cost 0.4 points of hit ratio at Zipf 0.9 / 1%: too few bits per key.
 #pragma once
 
 #include <atomic>
@@ -33,7 +36,13 @@ namespace tiercache {
 
 class FrequencySketch {
  public:
-  explicit FrequencySketch(size_t capacity, size_t sampleFactor = 10);
+  // kBlocked: the cache's (see Layout above). kSpread: each row's counter
+  // anywhere in the table and two doorkeeper words, as a textbook count-min
+  // sketch; the reference simulators keep it (bench/policy_sim.cc), where
+  // the blocked layout moved the W-TinyLFU simulator by up to 0.6 points
+  // (it counts every access in a sketch of 1 x its size).
+  enum class Layout { kBlocked, kSpread };
+  explicit FrequencySketch(size_t capacity, size_t sampleFactor = 10, Layout layout = Layout::kBlocked);
 
   void increment(uint64_t hash);
   uint32_t estimate(uint64_t hash) const;  // 0..16
@@ -42,14 +51,24 @@ class FrequencySketch {
   uint64_t resets() const { return resets_.load(std::memory_order_relaxed); }
 
  private:
-  size_t counterIndex(uint64_t hash, int row) const;
+  // The word and bit shift of each row's counter of a key.
+  void locate(uint64_t hash, size_t word[4], int shift[4]) const;
+  // A key's two doorkeeper bits (words w1 and w2, equal when blocked).
+  struct Door {
+    size_t w1, w2;
+    uint64_t m1, m2;
+  };
+  Door doorOf(uint64_t hash) const;
+  bool seen(const Door& d) const;
   void halve();
 
+  const Layout layout_;
   const size_t capacity_;
-  const size_t words_;       // power of two
+  const size_t words_;       // power of two, at least one block (8)
   const size_t doorWords_;   // power of two
   const uint64_t sampleSize_;
-  std::unique_ptr<std::atomic<uint64_t>[]> table_;
+  std::unique_ptr<std::atomic<uint64_t>[]> tableMem_;  // words_ + 7: room to align
+  std::atomic<uint64_t>* table_;                        // 64-byte aligned blocks
   std::unique_ptr<std::atomic<uint64_t>[]> door_;
   std::atomic<uint64_t> additions_{0};
   std::atomic<uint64_t> resets_{0};
