@@ -380,7 +380,9 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
       srcFree[nSrcFree++] = b.src[i];
     }
   }
-  ac.pushFreeBatch(srcFree, nSrcFree);
+  // The evictor's frees of the insertion tier go to the free list's end
+  // (AllocationClass::freeTail_): the application threads fill them.
+  ac.pushFreeBatch(srcFree, nSrcFree, background && ac.tier() == 0);
 
   ClassCounters& c = ac.counters();
   if (moved) c.demotions.fetch_add(moved, std::memory_order_relaxed);

@@ -89,6 +89,7 @@ CompressedRef AllocationClass::popFreeLocked() {
     const CompressedRef ref(freeHead_);
     Item* it = table_.item(ref);
     freeHead_ = it->hashNext;
+    if (freeHead_ == CompressedRef::kNull) freeTail_ = CompressedRef::kNull;
     --freeCount_;
     it->state.store(Item::kExclusive, std::memory_order_relaxed);
     return ref;
@@ -116,9 +117,14 @@ void AllocationClass::pushFree(CompressedRef ref) {
   }
   std::lock_guard<ClassMutex> g(lock_);
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
-  it->hashNext = freeHead_;
-  freeHead_ = ref.raw();
+  pushFreeHeadLocked(ref.raw());
   ++freeCount_;
+}
+
+void AllocationClass::pushFreeHeadLocked(uint32_t ref) {
+  table_.item(CompressedRef(ref))->hashNext = freeHead_;
+  if (freeHead_ == CompressedRef::kNull) freeTail_ = ref;
+  freeHead_ = ref;
 }
 
 void AllocationClass::deferFree(CompressedRef ref) {
@@ -134,8 +140,7 @@ void AllocationClass::flushSpareLocked() {
   if (r == CompressedRef::kNull) return;
   Item* it = table_.item(CompressedRef(r));
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
-  it->hashNext = freeHead_;
-  freeHead_ = r;
+  pushFreeHeadLocked(r);
   ++freeCount_;
 }
 
@@ -180,14 +185,22 @@ CompressedRef AllocationClass::popFreeAfterDrains() {
   return popFree();
 }
 
-void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n) {
+void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail) {
   if (n == 0) return;
-  std::lock_guard<ClassMutex> g(lock_);
+  // Chained before the lock; marked free under it (releaseSlab reads the
+  // marks under the lock and must find a free-marked slot on the list).
   for (size_t i = 0; i < n; ++i) {
-    Item* it = table_.item(refs[i]);
-    it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
-    it->hashNext = freeHead_;
-    freeHead_ = refs[i].raw();
+    table_.item(refs[i])->hashNext = i + 1 < n ? refs[i + 1].raw() : CompressedRef::kNull;
+  }
+  std::lock_guard<ClassMutex> g(lock_);
+  for (size_t i = 0; i < n; ++i) table_.item(refs[i])->state.store(Item::kFreeSlot, std::memory_order_relaxed);
+  if (atTail && freeTail_ != CompressedRef::kNull) {
+    table_.item(CompressedRef(freeTail_))->hashNext = refs[0].raw();
+    freeTail_ = refs[n - 1].raw();
+  } else {
+    table_.item(refs[n - 1])->hashNext = freeHead_;
+    if (freeHead_ == CompressedRef::kNull) freeTail_ = refs[n - 1].raw();
+    freeHead_ = refs[0].raw();
   }
   freeCount_ += n;
 }
@@ -245,8 +258,7 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
     // Removed while claimed: the remover left it to us.
     policy_->remove(claimed[i].raw());
     it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
-    it->hashNext = freeHead_;
-    freeHead_ = claimed[i].raw();
+    pushFreeHeadLocked(claimed[i].raw());
     ++freeCount_;
   }
   claimed.resize(from);
@@ -307,12 +319,14 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
 
   // Drop the victim's free slots from the free list and stop carving it.
   uint32_t* link = &freeHead_;
+  freeTail_ = CompressedRef::kNull;
   while (*link != CompressedRef::kNull) {
     Item* it = table_.item(CompressedRef(*link));
     if (CompressedRef(*link).slab(bits) == victim) {
       *link = it->hashNext;
       --freeCount_;
     } else {
+      freeTail_ = *link;
       link = &it->hashNext;
     }
   }
@@ -334,7 +348,9 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   const uint32_t bits = table_.slotBits();
   std::unordered_set<uint32_t> owned(slabs_.begin(), slabs_.end());
   std::unordered_set<uint32_t> freeSet;
+  uint32_t last = CompressedRef::kNull;
   for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
+    last = r;
     const CompressedRef ref(r);
     if (!owned.count(ref.slab(bits))) {
       out += where + "free slot in a slab the class does not own\n";
@@ -349,6 +365,7 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
     }
   }
   if (freeSet.size() != freeCount_) out += where + "free count " + std::to_string(freeCount_) + " != list length\n";
+  if (last != freeTail_) out += where + "free list tail is not its last slot\n";
   // The spare slot is free too, though owned-looking (kExclusive).
   const uint32_t spare = spare_.load(std::memory_order_acquire);
   if (spare != CompressedRef::kNull) {

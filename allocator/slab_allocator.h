@@ -117,8 +117,10 @@ class AllocationClass {
   // the class's spare slot when that is empty (see spare_).
   void pushFree(CompressedRef ref);
   // Returns n exclusively owned slots (no longer in the eviction list) to
-  // the free list in one lock hold.
-  void pushFreeBatch(const CompressedRef* refs, size_t n);
+  // the free list in one lock hold: at its head (taken first: the caller's
+  // cache still holds them), or with atTail at its end, for slots another
+  // thread will fill (see freeTail_).
+  void pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail = false);
   // Free share of the class (percent of its slots), or free slot count,
   // under which popFree reports belowLow; 0 and 0 (the default): never.
   // Set before other threads run.
@@ -186,6 +188,7 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
+  void pushFreeHeadLocked(uint32_t ref);  // state already kFreeSlot
   uint32_t carvedLocked(uint32_t slab) const;
   // The spare slot, if any, onto the free list (lock_ held).
   void flushSpareLocked();
@@ -208,6 +211,12 @@ class AllocationClass {
   std::vector<uint32_t> carve_;        // slabs not fully carved; carving the back one
   uint32_t carveNext_ = 0;             // next uncarved slot in carve_.back()
   uint32_t freeHead_ = CompressedRef::kNull;
+  // The free list's last slot. The background evictor appends the slots it
+  // frees here: it has just read them for the copy, so the next allocation
+  // (another thread) would fetch every line of a head slot from the
+  // evictor's cache; from the tail a slot is reused only after the free
+  // list's length of allocations, when those lines have left it.
+  uint32_t freeTail_ = CompressedRef::kNull;
   uint64_t freeCount_ = 0;
   // deferFree's list (pushed with a CAS, taken whole with an exchange, so
   // no ABA); on its own line: writers of other threads push here.

@@ -126,6 +126,42 @@ TEST_F(SlabAllocatorTest, SpareSlotIsFreeForCheckerStatsAndRelease) {
   EXPECT_FALSE(c.popFree()) << "no slot of a released slab is left anywhere";
 }
 
+// The evictor's frees go to the free list's end (atTail), others to its
+// head; the order holds through a slab release that drops the tail's slab.
+TEST_F(SlabAllocatorTest, FreeBatchAtTailIsTakenLast) {
+  AllocationClass& c = alloc_.cls(0, 2);  // 1024-byte slots: 64 per slab
+  std::vector<CompressedRef> s;
+  for (uint32_t i = 0; i < 2 * kSlab / 1024; ++i) s.push_back(alloc_.allocateSlot(0, 2));  // two full slabs
+  ASSERT_TRUE(s.back());
+  const uint32_t perSlab = kSlab / 1024;
+  CompressedRef head[2] = {s[0], s[1]}, tail[2] = {s[2], s[3]}, second[2] = {s[4], s[5]};
+  CompressedRef otherSlab[1] = {s[perSlab]};
+  c.pushFreeBatch(head, 2);
+  c.pushFreeBatch(tail, 2, true);
+  c.pushFreeBatch(second, 2);
+  c.pushFreeBatch(otherSlab, 1, true);
+  const uint32_t want[] = {s[4].raw(), s[5].raw(), s[0].raw(), s[1].raw(), s[2].raw(), s[3].raw(), s[perSlab].raw()};
+  for (uint32_t w : want) EXPECT_EQ(c.popFree().raw(), w);
+  EXPECT_FALSE(c.popFree()) << "the list is empty (both slabs carved)";
+  // Empty list: a batch at the tail starts it.
+  c.pushFreeBatch(tail, 2, true);
+  c.pushFreeBatch(head, 2, true);
+  EXPECT_EQ(c.popFree().raw(), s[2].raw());
+  EXPECT_EQ(c.popFree().raw(), s[3].raw());
+  EXPECT_EQ(c.popFree().raw(), s[0].raw());
+  EXPECT_EQ(c.popFree().raw(), s[1].raw());
+  // Everything back, half at each end: the checker finds the list whole
+  // (its length, and its tail at its last slot).
+  c.pushFreeBatch(s.data(), perSlab);
+  c.pushFreeBatch(s.data() + perSlab, perSlab, true);
+  std::string problems;
+  uint64_t live = 0;
+  alloc_.check(problems, live);
+  EXPECT_EQ(problems, "");
+  EXPECT_EQ(live, 0u);
+  EXPECT_EQ(c.popFree().raw(), s[0].raw());
+}
+
 TEST_F(SlabAllocatorTest, ReleaseSlabRefusesWhilePinnedThenMovesIt) {
   AllocationClass& donor = alloc_.cls(0, 1);
   const CompressedRef r = alloc_.allocateSlot(0, 1);
