@@ -44,7 +44,8 @@ EvictionVisitor::Verdict unclaimableVerdict(const Item& item) {
   return (s & Item::kRefMask) && !busy ? EvictionVisitor::Verdict::kRotate : EvictionVisitor::Verdict::kSkip;
 }
 
-// One batch of victims of a class, claimed in one policy-lock hold.
+// One batch of victims of a class, claimed in one policy-lock hold (the
+// background evictor's in holds of kClaimChunk).
 struct Movers::Batch {
   CompressedRef src[kMaxBatch];
   bool drop[kMaxBatch];        // judged at claim time: drop, do not move
@@ -270,7 +271,8 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
   bool deadFirst = fate_.deadlinesSeen();
   const LiveCheck live = deadFirst ? fate_.liveCheck() : LiveCheck{};
   while (done < n) {
-    // 1. Claim up to a batch at the cold end: one policy-lock hold.
+    // 1. Claim up to a batch at the cold end: one policy-lock hold, or
+    //    one per kClaimChunk items for the evictor.
     b.count = 0;
     const size_t want = std::min(n - done, kMaxBatch);
     ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected, live, deadFirst);

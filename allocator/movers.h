@@ -126,9 +126,9 @@ class Movers final : public BackgroundTarget {
   size_t promoteBatch(size_t n) override;
 
  private:
-  // Items one batch moves: claimed in one policy-lock hold, given lower
-  // slots in one class-lock hold, added below in one policy-lock hold, their
-  // slots freed in one class-lock hold.
+  // Items one batch moves: claimed in one policy-lock hold (the evictor:
+  // one per kClaimChunk), given lower slots in one class-lock hold, added
+  // below in one policy-lock hold, their slots freed in one class-lock hold.
   static constexpr size_t kMaxBatch = 32;
   // The batch an allocation that found no free slot evicts itself (at
   // most 1/64 of the class).
