@@ -277,12 +277,16 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
     const size_t want = std::min(n - done, kMaxBatch);
     ClaimVisitor visitor(table_, b, demote, config_.eviction.demote_rejected, live, deadFirst);
     // The evictor claims in short holds: a foreground set adding to this
-    // policy waits for at most kClaimChunk claims, not a whole batch.
+    // policy waits for at most kClaimChunk claims, not a whole batch. A
+    // short chunk means the scan window ran out of claimable items: the
+    // batch ends there, as the foreground's single claim does.
     const size_t chunk = background ? kClaimChunk : want;
-    while (b.count < want) {
-      const size_t ask = std::min(want - b.count, chunk);
-      if (ac.policy().evict(ask, ask + kEvictionMaxScan, visitor) == 0) break;
-    }
+    size_t ask = 0;
+    size_t got = 0;
+    do {
+      ask = std::min(want - b.count, chunk);
+      got = ac.policy().evict(ask, ask + kEvictionMaxScan, visitor);
+    } while (got == ask && b.count < want);
     if (b.count == 0) {
       if (!deadFirst) break;
       deadFirst = false;  // no dead item in the window: live ones now

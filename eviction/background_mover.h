@@ -10,8 +10,9 @@
 // its next timed run when that is at most kNap away: while the cache
 // allocates, the evictor naps kNap (or the interval, if shorter) between
 // runs, so the allocating threads rarely pay a thread wake-up (a system
-// call); a class that ran dry (urgent) wakes it at once. It also looks at all its classes every interval while the cache is in use,
-// and after 64 looks that found neither work nor allocations less and less
+// call); a class that ran dry (urgent) wakes it at once. It also looks at
+// all its classes every interval while the cache is in use, and after 64
+// looks that found neither work nor allocations less and less
 // often (up to idleInterval), so an idle cache costs about one look per
 // idleInterval. For each class it asks its strategy for a batch and has the
 // cache evict (demote) that many items; the cache takes each lock once per
@@ -74,8 +75,8 @@ class BackgroundEvictor {
   // Class cls (one of this evictor's) is short of free slots: serve it soon
   // (urgent: it has none; wake the thread now).
   void tell(size_t cls, bool urgent = false);
-  // The evictor's wait after a run that did work, and how soon a due run
-  // makes a tell skip the wake-up.
+  // The evictor's wait between runs while the cache allocates (or after a
+  // run that did work), and how soon a due run makes a tell skip the wake-up.
   static constexpr std::chrono::milliseconds kNap{1};
   BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   // One pass over this evictor's classes (what the thread runs).
