@@ -308,9 +308,13 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
 }
 
 bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
+  // The bucket's line (a cache miss in a large index) loads while the slot
+  // is allocated and filled, instead of after.
+  const uint64_t hash = hashKey(key);
+  index_->prefetchBucket(hash);
   WriteHandle h = filledForSet(key, value, ttl, flags);
   if (!h) return false;
-  insertOrReplace(std::move(h));
+  publishHashed(std::move(h), InsertCondition{}, true, hash);
   return true;
 }
 

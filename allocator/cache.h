@@ -236,6 +236,9 @@ class Cache final : private ItemFate {
   void notifyRemoved(const Item& item, RemoveCause cause);
   // Publishes under a condition; the common path of insert*, CAS and touch.
   InsertOutcome publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced);
+  // The same with the key's index hash already computed (set hashes first,
+  // to prefetch the bucket while it allocates).
+  InsertOutcome publishHashed(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced, uint64_t hash);
   // Unlinks an item found expired by a read (pinned by the caller).
   void dropExpired(Item* item, CompressedRef ref);
   // The reaper's slice: unlinks the dead items of index buckets [begin,

@@ -74,7 +74,13 @@ void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
   hooks_.onRemove(RemovedItem{item.key(), item.value(), item.flags, cause});
 }
 
-InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced) {
+InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced) {
+  if (!handle) throw std::invalid_argument("insert: empty handle");
+  return publishHashed(std::move(handle), cond, notifyReplaced, hashKey(handle.item()->key()));
+}
+
+InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced,
+                                   uint64_t hash) {
   if (!handle) throw std::invalid_argument("insert: empty handle");
   // Another cache's slot linked into this index would corrupt both.
   if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
@@ -91,7 +97,7 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
   cond.pinOld = static_cast<bool>(hooks_.onRemove);
   item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
-  const InsertOutcome out = index_->insertIf(ref, item, hashKey(item->key()), cond);
+  const InsertOutcome out = index_->insertIf(ref, item, hash, cond);
   if (!out.stored) {
     counters_->conditional_failures.add();
     return out;  // h releases the unpublished item, which frees it
@@ -103,12 +109,24 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& condIn
     // The common replace, no callback: old and new in one class, one
     // policy-lock hold. (notifyRemoved only counts an expired one here.)
     if (out.oldDead) notifyRemoved(*table_->item(out.old), RemoveCause::kExpired);
-    if (deferFrees_) {
-      ac->policy().add(ref.raw());
+    EvictionPolicy& policy = ac->policy();
+    if (deferFrees_ && !policy.replacesInPlace()) {
+      // The old item's unlink (two cold neighbours) goes with the batch.
+      policy.add(ref.raw());
       ac->deferFree(out.old);
+      return out;
+    }
+    // One hold. A policy that keeps places gives the new item the old one's
+    // (a live key rewritten is a use of it; a dead one's is a newcomer).
+    if (out.oldDead) {
+      policy.addAndRemove(ref.raw(), out.old.raw());
     } else {
-      ac->policy().addAndRemove(ref.raw(), out.old.raw());
+      policy.replace(ref.raw(), out.old.raw());
+    }
+    if (!deferFrees_) {
       ac->pushFree(out.old);
+    } else if (!ac->pushSpare(out.old)) {
+      ac->deferFree(out.old);  // out of the policy already: the batch only frees it
     }
     return out;
   }

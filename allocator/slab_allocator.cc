@@ -106,15 +106,18 @@ CompressedRef AllocationClass::popFreeLocked() {
   return CompressedRef();
 }
 
-void AllocationClass::pushFree(CompressedRef ref) {
-  Item* it = table_.item(ref);
+bool AllocationClass::pushSpare(CompressedRef ref) {
+  if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) return false;
+  // Owned, as a slot fresh from popFreeLocked is (recovery frees slots
+  // whose state word is whatever the pool held).
+  table_.item(ref)->state.store(Item::kExclusive, std::memory_order_relaxed);
   uint32_t none = CompressedRef::kNull;
-  if (spare_.load(std::memory_order_relaxed) == CompressedRef::kNull) {
-    // Owned, as a slot fresh from popFreeLocked is (recovery frees slots
-    // whose state word is whatever the pool held).
-    it->state.store(Item::kExclusive, std::memory_order_relaxed);
-    if (spare_.compare_exchange_strong(none, ref.raw(), std::memory_order_release, std::memory_order_relaxed)) return;
-  }
+  return spare_.compare_exchange_strong(none, ref.raw(), std::memory_order_release, std::memory_order_relaxed);
+}
+
+void AllocationClass::pushFree(CompressedRef ref) {
+  if (pushSpare(ref)) return;
+  Item* it = table_.item(ref);
   std::lock_guard<ClassMutex> g(lock_);
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
   pushFreeHeadLocked(ref.raw());

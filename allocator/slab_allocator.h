@@ -116,6 +116,9 @@ class AllocationClass {
   // Returns an exclusively owned slot to the free list; or, lock-free, to
   // the class's spare slot when that is empty (see spare_).
   void pushFree(CompressedRef ref);
+  // Only the lock-free half of pushFree: true if the spare slot was empty
+  // and now holds ref (an item already out of the eviction list).
+  bool pushSpare(CompressedRef ref);
   // Returns n exclusively owned slots (no longer in the eviction list) to
   // the free list in one lock hold: at its head (taken first: the caller's
   // cache still holds them), or with atTail at its end, for slots another

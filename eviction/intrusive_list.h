@@ -47,6 +47,18 @@ class IntrusiveList {
     --size_;
   }
 
+  // newRef (not a member of any list) takes member oldRef's place; oldRef
+  // leaves the list. One splice: the neighbours' links, no count change.
+  void replace(uint32_t oldRef, uint32_t newRef) {
+    EvictionHook& o = r_.hook(oldRef);
+    EvictionHook& n = r_.hook(newRef);
+    n.prev = o.prev;
+    n.next = o.next;
+    if (o.prev != kNull) r_.hook(o.prev).next = newRef; else head_ = newRef;
+    if (o.next != kNull) r_.hook(o.next).prev = newRef; else tail_ = newRef;
+    o.prev = o.next = kNull;
+  }
+
   uint32_t prevOf(uint32_t ref) const { return r_.hook(ref).prev; }
 
   // Walks head to tail; false if a link is inconsistent or the count is off.

@@ -63,6 +63,30 @@ bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return removeLocked(oldRef);
 }
 
+bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+  bool member = false;
+  bool count = true;
+  {
+    std::lock_guard<AdaptiveMutex> g(lock_);
+    EvictionHook& o = r_.hook(oldRef);
+    const uint32_t m = o.meta.load(std::memory_order_relaxed);
+    member = (m & EvictionHook::kInList) != 0;
+    if (member) {
+      listOf(m).replace(oldRef, newRef);
+      o.meta.store(0, std::memory_order_relaxed);
+      // Counted once per pass, as recordAccess counts a hit.
+      count = !(m & EvictionHook::kAccessed);
+      r_.hook(newRef).meta.store(EvictionHook::kInList | EvictionHook::kAccessed | (m & kSegMask) | nowStamp(),
+                                 std::memory_order_relaxed);
+    } else {
+      addLocked(newRef);
+    }
+  }
+  // After the lock: the sketch is lock-free, and the key is the same.
+  if (count) sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(newRef));
+  return member;
+}
+
 void WTinyLfuPolicy::addLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   h.meta.store(EvictionHook::kInList | (kWindow << kSegShift) | nowStamp(), std::memory_order_relaxed);

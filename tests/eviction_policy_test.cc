@@ -299,6 +299,32 @@ TEST(WTinyLfuPolicy, RejectedNewcomersAreOfferedAsRejected) {
   EXPECT_TRUE(v.normal.empty());
 }
 
+std::vector<uint32_t> members(const EvictionPolicy& p) {
+  std::vector<uint32_t> out;
+  p.forEach([](uint32_t ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &out);
+  return out;
+}
+
+// A rewritten key keeps its item's place (segment and position) instead of
+// re-entering as a newcomer: addAndRemove put it at the window's head and
+// pushed the window's tail into probation.
+TEST(WTinyLfuPolicy, ReplaceKeepsThePlaceOfTheOldItem) {
+  ArrayResolver r(300);
+  WTinyLfuPolicy p(r, 1);
+  for (uint32_t i = 0; i < 100; ++i) p.add(i);
+  std::vector<uint32_t> expected = members(p);
+  const size_t window = p.windowSize();
+  for (uint32_t old : {0u, 50u, 99u}) {
+    ASSERT_TRUE(p.replace(200 + old, old));
+    std::replace(expected.begin(), expected.end(), old, 200 + old);
+  }
+  EXPECT_EQ(members(p), expected);
+  EXPECT_EQ(p.windowSize(), window);
+  EXPECT_EQ(p.size(), 100u);
+  // Marked accessed, as a hit: the next scan gives it a second chance.
+  EXPECT_NE(r.hook(250).meta.load() & EvictionHook::kAccessed, 0u);
+}
+
 TEST(WTinyLfuPolicy, SketchGrowsWithTheMembers) {
   ArrayResolver r(5000);
   WTinyLfuPolicy p(r, 1);
@@ -329,6 +355,21 @@ TEST_P(PolicyTest, RemoveIsIdempotentAndDropsMembership) {
   EXPECT_EQ(all.size(), 5u);
   EXPECT_EQ(std::count(all.begin(), all.end(), 3u), 0);
   EXPECT_FALSE(p_->remove(0)) << "evicted items are no longer members";
+}
+
+// replace: the old item leaves, the new one is a member exactly once, and a
+// replace whose old item already left adds the new one (returns false).
+TEST_P(PolicyTest, ReplaceSwapsMembership) {
+  for (uint32_t i = 0; i < 8; ++i) p_->add(i);
+  EXPECT_TRUE(p_->replace(9, 3));
+  EXPECT_FALSE(p_->remove(3)) << "the replaced item is no longer a member";
+  EXPECT_EQ(p_->size(), 8u);
+  EXPECT_TRUE(p_->forEach(nullptr, nullptr));
+  EXPECT_FALSE(p_->replace(10, 3));
+  EXPECT_EQ(p_->size(), 9u);
+  auto all = drain(*p_, 16);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<uint32_t>{0, 1, 2, 4, 5, 6, 7, 9, 10}));
 }
 
 TEST_P(PolicyTest, PinnedItemsAreSkippedNotLost) {
