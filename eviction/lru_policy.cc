@@ -53,6 +53,29 @@ bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return removeLocked(oldRef);
 }
 
+bool LruPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+  std::lock_guard<AdaptiveMutex> g(lock_);
+  EvictionHook& o = r_.hook(oldRef);
+  const uint32_t meta = o.meta.load(std::memory_order_relaxed);
+  if (!(meta & EvictionHook::kInList)) {
+    addLocked(newRef);
+    return false;
+  }
+  EvictionHook& n = r_.hook(newRef);
+  const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
+  if (((now - meta) & EvictionHook::kTimeMask) < interval_.load(std::memory_order_relaxed)) {
+    listOf(meta).replace(oldRef, newRef);
+    n.meta.store(meta, std::memory_order_relaxed);
+  } else {
+    listOf(meta).unlink(oldRef);
+    n.meta.store(EvictionHook::kInList | EvictionHook::kHot | now, std::memory_order_relaxed);
+    hot_.pushHead(newRef);
+    rebalanceLocked();
+  }
+  o.meta.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 bool LruPolicy::removeLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);

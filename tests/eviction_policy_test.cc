@@ -69,6 +69,23 @@ TEST(LruPolicy, RefreshIntervalRateLimitsMoves) {
   EXPECT_EQ(drain(p, 1), (std::vector<uint32_t>{0}));
 }
 
+// A rewrite is a use of the key: within the refresh interval the new item
+// keeps the old one's place (addAndRemove put it at the head), after it the
+// new item moves to the head as a hit would.
+TEST(LruPolicy, ReplaceKeepsThePlaceWithinTheRefreshInterval) {
+  ArrayResolver r(16);
+  LruPolicy keep(r, 0, 60000);
+  for (uint32_t i = 0; i < 5; ++i) keep.add(i);
+  EXPECT_TRUE(keep.replace(9, 2));
+  EXPECT_EQ(drain(keep, 5), (std::vector<uint32_t>{0, 1, 9, 3, 4}));
+
+  ArrayResolver r2(16);
+  LruPolicy move(r2, 0, 0);
+  for (uint32_t i = 0; i < 5; ++i) move.add(i);
+  EXPECT_TRUE(move.replace(9, 2));
+  EXPECT_EQ(drain(move, 5), (std::vector<uint32_t>{0, 1, 3, 4, 9}));
+}
+
 // 12 items, 0..3 then read; a scan of 8 new keys; 12 evictions. Mid-point
 // insertion keeps the read items, classic LRU loses them.
 int hotItemsEvictedAfterScan(uint32_t insertionPoint) {
