@@ -249,8 +249,9 @@ class Cache final : private ItemFate {
   // picks the first persistent tier.
   WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags);
   // set and add: counts the set, allocates (counting a failure) and copies
-  // the value in; empty when there was no room.
-  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags);
+  // the value in; empty when there was no room. hash: the key's index hash,
+  // whose bucket the caller prefetched.
+  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.

@@ -109,15 +109,9 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
     // The common replace, no callback: old and new in one class, one
     // policy-lock hold. (notifyRemoved only counts an expired one here.)
     if (out.oldDead) notifyRemoved(*table_->item(out.old), RemoveCause::kExpired);
+    // One hold: the new item takes the old one's place (a live key
+    // rewritten is a use of it; a dead one's is a newcomer).
     EvictionPolicy& policy = ac->policy();
-    if (deferFrees_ && !policy.replacesInPlace()) {
-      // The old item's unlink (two cold neighbours) goes with the batch.
-      policy.add(ref.raw());
-      ac->deferFree(out.old);
-      return out;
-    }
-    // One hold. A policy that keeps places gives the new item the old one's
-    // (a live key rewritten is a use of it; a dead one's is a newcomer).
     if (out.oldDead) {
       policy.addAndRemove(ref.raw(), out.old.raw());
     } else {
@@ -126,7 +120,8 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
     if (!deferFrees_) {
       ac->pushFree(out.old);
     } else if (!ac->pushSpare(out.old)) {
-      ac->deferFree(out.old);  // out of the policy already: the batch only frees it
+      // Out of the policy already: the batch only frees it.
+      ac->deferFree(out.old);
     }
     return out;
   }
@@ -160,8 +155,13 @@ bool Cache::insert(WriteHandle&& handle) {
 }
 
 bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  WriteHandle h = filledForSet(key, value, ttl, flags);
-  return h && insert(std::move(h));
+  const uint64_t hash = hashKey(key);
+  index_->prefetchBucket(hash);
+  WriteHandle h = filledForSet(key, value, ttl, flags, hash);
+  if (!h) return false;
+  InsertCondition c;
+  c.kind = InsertCondition::Kind::kIfAbsent;
+  return publishHashed(std::move(h), c, true, hash).stored;
 }
 
 CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {

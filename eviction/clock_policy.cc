@@ -47,6 +47,21 @@ bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
+bool ClockPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+  EvictionHook& o = r_.hook(oldRef);
+  std::lock_guard<AdaptiveMutex> g(lock_);
+  const uint32_t m = o.meta.load(std::memory_order_relaxed);
+  if (!(m & EvictionHook::kInList)) {
+    r_.hook(newRef).meta.store(EvictionHook::kInList, std::memory_order_relaxed);
+    list_.pushHead(newRef);
+    return false;
+  }
+  list_.replace(oldRef, newRef);
+  r_.hook(newRef).meta.store(m | EvictionHook::kAccessed, std::memory_order_relaxed);
+  o.meta.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 void ClockPolicy::recordAccess(uint32_t ref) {
   std::atomic<uint32_t>& meta = r_.hook(ref).meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);

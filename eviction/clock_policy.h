@@ -24,6 +24,8 @@ class ClockPolicy final : public EvictionPolicy {
   bool remove(uint32_t ref) override;
   void removeBatch(const uint32_t* refs, size_t n) override;
   bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
+  // The new item keeps the old one's place, accessed (as a hit).
+  bool replace(uint32_t newRef, uint32_t oldRef) override;
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;

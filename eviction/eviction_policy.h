@@ -142,12 +142,8 @@ class EvictionPolicy {
   // place; Caffeine counts an update as an access), so that rewriting a hot
   // key does not make it a newcomer again. Returns what remove(oldRef)
   // would; when oldRef was not a member, newRef is added as add() would.
-  // The default is addAndRemove.
+  // Every policy here keeps the place; the default is addAndRemove.
   virtual bool replace(uint32_t newRef, uint32_t oldRef) { return addAndRemove(newRef, oldRef); }
-  // Whether replace() keeps the place (touches the old item's neighbours in
-  // any case); if not, a caller that defers frees may add() now and leave
-  // the old item's unlink to the batch.
-  virtual bool replacesInPlace() const { return false; }
   virtual void recordAccess(uint32_t ref) = 0;
   // Offers candidates, coldest first, to visitor; a kTake'n ref is unlinked
   // before the lock is released. Stops after `want` takes, `maxScan`

@@ -42,7 +42,6 @@ class LruPolicy final : public EvictionPolicy {
   // The new item keeps the old one's place and move time, moved to the head
   // only as a hit would be (after the refresh interval).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  bool replacesInPlace() const override { return true; }
   void recordAccess(uint32_t ref) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;

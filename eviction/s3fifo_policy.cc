@@ -99,6 +99,23 @@ bool S3FifoPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return removeLocked(oldRef);
 }
 
+bool S3FifoPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+  EvictionHook& o = r_.hook(oldRef);
+  {
+    std::lock_guard<AdaptiveMutex> g(lock_);
+    const uint32_t m = o.meta.load(std::memory_order_relaxed);
+    if (m & EvictionHook::kInList) {
+      ((m & kMain) ? main_ : small_).replace(oldRef, newRef);
+      const uint32_t hit = freqOf(m) < 3 ? m + (1u << kFreqShift) : m;
+      r_.hook(newRef).meta.store(hit, std::memory_order_relaxed);
+      o.meta.store(0, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  add(newRef);  // hashed outside the lock, as add() does
+  return false;
+}
+
 void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
   EvictionHook& h = r_.hook(ref);
   if (ghost_.take(hash)) {

@@ -316,6 +316,31 @@ TEST(WTinyLfuPolicy, RejectedNewcomersAreOfferedAsRejected) {
   EXPECT_TRUE(v.normal.empty());
 }
 
+// CLOCK and S3-FIFO: the rewritten key keeps its place and counts a hit
+// (addAndRemove made it an unaccessed newcomer at the head of small).
+TEST(ClockPolicy, ReplaceKeepsThePlaceAndMarksAHit) {
+  ArrayResolver r(16);
+  ClockPolicy p(r);
+  for (uint32_t i = 0; i < 5; ++i) p.add(i);
+  EXPECT_TRUE(p.replace(9, 2));
+  EXPECT_NE(r.hook(9).meta.load() & EvictionHook::kAccessed, 0u);
+  EXPECT_TRUE(p.forEach(nullptr, nullptr));
+  // 9 stands where 2 stood: its second chance sends it to the head.
+  EXPECT_EQ(drain(p, 5), (std::vector<uint32_t>{0, 1, 3, 4, 9}));
+}
+
+TEST(S3FifoPolicy, ReplaceKeepsTheQueueAndCountsAHit) {
+  ArrayResolver r(16);
+  S3FifoPolicy p(r, 10);
+  for (uint32_t i = 0; i < 5; ++i) p.add(i);
+  p.recordAccess(2);
+  EXPECT_TRUE(p.replace(9, 2));
+  const uint32_t m = r.hook(9).meta.load();
+  EXPECT_EQ(m & S3FifoPolicy::kMain, 0u) << "still in small";
+  EXPECT_EQ((m & S3FifoPolicy::kFreqMask) >> S3FifoPolicy::kFreqShift, 2u) << "the read and the rewrite";
+  EXPECT_EQ(p.size(), 5u);
+}
+
 std::vector<uint32_t> members(const EvictionPolicy& p) {
   std::vector<uint32_t> out;
   p.forEach([](uint32_t ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &out);
