@@ -288,16 +288,19 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
 }
 
 WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags,
-                                uint64_t hash) {
+                                uint64_t& hash) {
   counters_->sets.add();
+  // The bucket's line (a cache miss in a large index) loads while the slot
+  // is allocated, instead of after.
+  hash = hashKey(key);
+  index_->prefetchBucket(hash);
   WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     counters_->set_failures.add();
     return h;
   }
-  // By now the bucket (prefetched by the caller) is in: start loading the
-  // item it points to, the one a replace compares and unlinks, while the
-  // value is copied.
+  // By now the bucket is in: start loading the item it points to, the one
+  // a replace compares and unlinks, while the value is copied.
   index_->prefetchChainHead(hash);
   std::memcpy(h.data(), value.data(), value.size());
   return h;
@@ -313,10 +316,7 @@ bool Cache::insertOrReplace(WriteHandle&& handle) {
 }
 
 bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  // The bucket's line (a cache miss in a large index) loads while the slot
-  // is allocated, instead of after.
-  const uint64_t hash = hashKey(key);
-  index_->prefetchBucket(hash);
+  uint64_t hash = 0;
   WriteHandle h = filledForSet(key, value, ttl, flags, hash);
   if (!h) return false;
   publishHashed(std::move(h), InsertCondition{}, true, hash);

@@ -236,8 +236,8 @@ class Cache final : private ItemFate {
   void notifyRemoved(const Item& item, RemoveCause cause);
   // Publishes under a condition; the common path of insert*, CAS and touch.
   InsertOutcome publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced);
-  // The same with the key's index hash already computed (set hashes first,
-  // to prefetch the bucket while it allocates).
+  // The same for a non-empty handle whose key's index hash is known (set and
+  // add hash first, to prefetch the bucket while they allocate).
   InsertOutcome publishHashed(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced, uint64_t hash);
   // Unlinks an item found expired by a read (pinned by the caller).
   void dropExpired(Item* item, CompressedRef ref);
@@ -249,9 +249,9 @@ class Cache final : private ItemFate {
   // picks the first persistent tier.
   WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags);
   // set and add: counts the set, allocates (counting a failure) and copies
-  // the value in; empty when there was no room. hash: the key's index hash,
-  // whose bucket the caller prefetched.
-  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
+  // the value in; empty when there was no room. Sets hash to the key's
+  // index hash (its bucket and chain head prefetched) for publishHashed.
+  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t& hash);
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.

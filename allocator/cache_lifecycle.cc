@@ -81,7 +81,6 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& cond, 
 
 InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced,
                                    uint64_t hash) {
-  if (!handle) throw std::invalid_argument("insert: empty handle");
   // Another cache's slot linked into this index would corrupt both.
   if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
   WriteHandle h = std::move(handle);
@@ -155,8 +154,7 @@ bool Cache::insert(WriteHandle&& handle) {
 }
 
 bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  const uint64_t hash = hashKey(key);
-  index_->prefetchBucket(hash);
+  uint64_t hash = 0;
   WriteHandle h = filledForSet(key, value, ttl, flags, hash);
   if (!h) return false;
   InsertCondition c;

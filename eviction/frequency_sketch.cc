@@ -6,7 +6,6 @@
 namespace tiercache {
 
 namespace {
-constexpr size_t kBlockWords = 8;  // 64 bytes
 // kSpread: distinct odd multipliers, one independent-enough index per row.
 constexpr uint64_t kSeeds[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
                                 0xD6E8FEB86659FD93ull};
@@ -30,11 +29,9 @@ FrequencySketch::FrequencySketch(size_t capacity, size_t sampleFactor, Layout la
       words_(std::bit_ceil(capacity_) / 2),
       doorWords_(std::max<size_t>(1, std::bit_ceil(capacity_) / 64)),
       sampleSize_(std::max<size_t>(1, sampleFactor) * capacity_),
-      tableMem_(new std::atomic<uint64_t>[words_ + kBlockWords - 1]),
-      table_(tableMem_.get() + (kBlockWords - (reinterpret_cast<uintptr_t>(tableMem_.get()) / 8) % kBlockWords) %
-                                   kBlockWords),
+      table_(new Block[words_ / kBlockWords]),
       door_(new std::atomic<uint64_t>[doorWords_]) {
-  for (size_t i = 0; i < words_; ++i) table_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < words_; ++i) counterWord(i).store(0, std::memory_order_relaxed);
   for (size_t i = 0; i < doorWords_; ++i) door_[i].store(0, std::memory_order_relaxed);
 }
 
@@ -87,7 +84,7 @@ void FrequencySketch::increment(uint64_t hash) {
     int shift[4];
     locate(hash, word, shift);
     for (int row = 0; row < 4; ++row) {
-      std::atomic<uint64_t>& w = table_[word[row]];
+      std::atomic<uint64_t>& w = counterWord(word[row]);
       uint64_t v = w.load(std::memory_order_relaxed);
       while (((v >> shift[row]) & 15) != 15 &&
              !w.compare_exchange_weak(v, v + (uint64_t{1} << shift[row]), std::memory_order_relaxed)) {
@@ -103,7 +100,7 @@ uint32_t FrequencySketch::estimate(uint64_t hash) const {
   locate(hash, word, shift);
   uint32_t best = 15;
   for (int row = 0; row < 4; ++row) {
-    const uint64_t v = table_[word[row]].load(std::memory_order_relaxed);
+    const uint64_t v = counterWord(word[row]).load(std::memory_order_relaxed);
     best = std::min<uint32_t>(best, static_cast<uint32_t>((v >> shift[row]) & 15));
   }
   return best + (seen(doorOf(hash)) ? 1 : 0);
@@ -111,8 +108,8 @@ uint32_t FrequencySketch::estimate(uint64_t hash) const {
 
 void FrequencySketch::halve() {
   for (size_t i = 0; i < words_; ++i) {
-    uint64_t v = table_[i].load(std::memory_order_relaxed);
-    while (!table_[i].compare_exchange_weak(v, (v >> 1) & 0x7777777777777777ull, std::memory_order_relaxed)) {
+    uint64_t v = counterWord(i).load(std::memory_order_relaxed);
+    while (!counterWord(i).compare_exchange_weak(v, (v >> 1) & 0x7777777777777777ull, std::memory_order_relaxed)) {
     }
   }
   for (size_t i = 0; i < doorWords_; ++i) door_[i].store(0, std::memory_order_relaxed);

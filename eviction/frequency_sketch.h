@@ -67,8 +67,13 @@ class FrequencySketch {
   const size_t words_;       // power of two, at least one block (8)
   const size_t doorWords_;   // power of two
   const uint64_t sampleSize_;
-  std::unique_ptr<std::atomic<uint64_t>[]> tableMem_;  // words_ + 7: room to align
-  std::atomic<uint64_t>* table_;                        // 64-byte aligned blocks
+  // 64-byte blocks of 8 counter words (aligned new: one block, one line).
+  static constexpr size_t kBlockWords = 8;
+  struct alignas(64) Block {
+    std::atomic<uint64_t> w[kBlockWords];
+  };
+  std::atomic<uint64_t>& counterWord(size_t i) const { return table_[i / kBlockWords].w[i % kBlockWords]; }
+  std::unique_ptr<Block[]> table_;
   std::unique_ptr<std::atomic<uint64_t>[]> door_;
   std::atomic<uint64_t> additions_{0};
   std::atomic<uint64_t> resets_{0};
