@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -381,10 +382,16 @@ double runMeasured(uint32_t count, const std::vector<std::unique_ptr<ThreadCount
   std::condition_variable doneCv;
   uint32_t running = count;
   std::latch start(count + 1);
+  // Each worker notes when it started: on a busy machine the calling thread
+  // can be descheduled between the latch and its own clock read while the
+  // workers run, and a clock read there alone would leave their first
+  // milliseconds out of the elapsed time.
+  std::vector<Clock::time_point> started(count, Clock::time_point::max());
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < count; ++t) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
+      started[t] = Clock::now();
       body(t);
       std::lock_guard lock(doneMu);
       if (--running == 0) doneCv.notify_all();
@@ -407,6 +414,7 @@ double runMeasured(uint32_t count, const std::vector<std::unique_ptr<ThreadCount
     }
   }
   for (auto& t : threads) t.join();
+  for (const Clock::time_point& s : started) t0 = std::min(t0, s);
   return secondsSince(t0);
 }
 
