@@ -167,12 +167,18 @@ size_t AllocationClass::drainDeferred() {
   size_t total = 0;
   while (r != CompressedRef::kNull) {
     size_t n = 0;
+    size_t members = 0;
     for (; n < kChunk && r != CompressedRef::kNull; ++n) {
-      refs[n] = r;
       slots[n] = CompressedRef(r);
-      r = table_.item(slots[n])->hashNext;
+      const Item* it = table_.item(slots[n]);
+      // An in-place replace already took the old item out of the policy:
+      // only members need the list lock. Membership cannot change under us:
+      // a deferred item is owned, so nothing adds or evicts it, and the
+      // list-lock hold that cleared kInList came before deferFree's release.
+      if (it->hook.meta.load(std::memory_order_relaxed) & EvictionHook::kInList) refs[members++] = r;
+      r = it->hashNext;
     }
-    policy_->removeBatch(refs, n);
+    if (members) policy_->removeBatch(refs, members);
     pushFreeBatch(slots, n);
     total += n;
   }

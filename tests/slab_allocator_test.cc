@@ -2,6 +2,8 @@
 // quotas and slab release, on a real DRAM tier.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <set>
 
 #include "allocator/compressed_ref.h"
@@ -160,6 +162,51 @@ TEST_F(SlabAllocatorTest, FreeBatchAtTailIsTakenLast) {
   EXPECT_EQ(problems, "");
   EXPECT_EQ(live, 0u);
   EXPECT_EQ(c.popFree().raw(), s[0].raw());
+}
+
+// A replace in place takes the old item out of the policy before its free
+// is deferred; draining such slots must not wait for the policy's list lock
+// (held here by an eviction scan for as long as the test lets it). A
+// deferred item still in the policy is unlinked as before.
+TEST_F(SlabAllocatorTest, DrainingSlotsAlreadyOutOfThePolicyTakesNoListLock) {
+  AllocationClass& c = alloc_.cls(0, 2);
+  const CompressedRef oldA = alloc_.allocateSlot(0, 2), newA = alloc_.allocateSlot(0, 2),
+                      other = alloc_.allocateSlot(0, 2);
+  ASSERT_TRUE(oldA && newA && other);
+  table_.item(oldA)->init("a", 4);
+  table_.item(newA)->init("a", 4);
+  table_.item(other)->init("other", 4);
+  c.policy().add(other.raw());
+  c.policy().add(oldA.raw());
+  c.policy().replace(newA.raw(), oldA.raw());
+  ASSERT_EQ(c.policy().size(), 2u);
+  c.deferFree(oldA);
+
+  struct HoldingVisitor final : EvictionVisitor {
+    AllocationClass* cls;
+    bool visited = false;
+    bool drainedWhileHeld = false;
+    std::future<size_t> drained;
+    Verdict visit(uint32_t) override {
+      if (visited) return Verdict::kStop;
+      visited = true;
+      drained = std::async(std::launch::async, [this] { return cls->drainDeferred(); });
+      drainedWhileHeld = drained.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+      return Verdict::kStop;
+    }
+  } holder;
+  holder.cls = &c;
+  c.policy().evict(1, 4, holder);
+  ASSERT_TRUE(holder.visited);
+  EXPECT_TRUE(holder.drainedWhileHeld) << "the drain waited for the list lock for a slot out of the policy";
+  EXPECT_EQ(holder.drained.get(), 1u);
+  EXPECT_EQ(c.popFree().raw(), oldA.raw()) << "the drained slot is the free list's head";
+
+  // Still a member: the drain unlinks it.
+  c.deferFree(other);
+  EXPECT_EQ(c.drainDeferred(), 1u);
+  EXPECT_EQ(c.policy().size(), 1u);
+  EXPECT_EQ(c.popFree().raw(), other.raw());
 }
 
 TEST_F(SlabAllocatorTest, ReleaseSlabRefusesWhilePinnedThenMovesIt) {
