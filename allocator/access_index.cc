@@ -11,12 +11,6 @@
 
 namespace tiercache {
 
-namespace {
-bool keyEquals(const Item* it, std::string_view key) {
-  return it->keySize() == key.size() && std::memcmp(it->keyData(), key.data(), key.size()) == 0;
-}
-}  // namespace
-
 AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
                          ItemPersistence* persistence)
     : table_(table),
@@ -48,7 +42,7 @@ CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& i
   std::lock_guard<SpinLock> g(lockFor(b));
   for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(r));
-    if (keyEquals(it, key)) {
+    if (it->hasKey(key)) {
       if (!it->tryAcquire()) {
         if (saturated) *saturated = (it->state.load(std::memory_order_relaxed) & Item::kRefMask) == Item::kRefMask;
         return CompressedRef();
@@ -78,7 +72,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
-    if (keyEquals(it, key)) {
+    if (it->hasKey(key)) {
       out.oldDead = cond.live.dead(*it);
       out.existed = !out.oldDead;
       if ((cond.kind == Kind::kIfAbsent && out.existed) || (cond.kind == Kind::kIfPresent && !out.existed) ||
@@ -118,7 +112,7 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
-    if (keyEquals(it, key)) {
+    if (it->hasKey(key)) {
       // Two committed copies (a crash inside a replace or a move): the
       // commit order decides, never the order of the scan.
       if (item->seq() <= it->seq()) return ref;
@@ -143,7 +137,7 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
   for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
     const CompressedRef cur(*link);
     Item* it = table_.item(cur);
-    if (keyEquals(it, key)) {
+    if (it->hasKey(key)) {
       invalidateIfDurable(it, cur);
       *link = it->hashNext;
       if (pinned) *pinned = it->tryAcquire();

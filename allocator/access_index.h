@@ -94,6 +94,32 @@ class AccessIndex {
   // Publishes item if `cond` holds; on a key match the old item is unlinked
   // as by insertOrReplace (and pinned first if cond.pinOld and it can be).
   InsertOutcome insertIf(CompressedRef ref, Item* item, uint64_t hash, const InsertCondition& cond);
+  // A replace without a new slot: if the item under key is published, not
+  // persistent, accepted by fits(item, ref), and nobody pins, claims or
+  // moves it, claims it (Item::tryMarkExclusive) under the stripe lock, lets
+  // write(item) rewrite its value and metadata, and returns it pinned once
+  // (Item::endRewrite), as acquire would. Readers take the stripe lock to
+  // pin, so none sees the item half written; movers and evictors claim it
+  // by a CAS that fails while it is claimed. Otherwise changes nothing and
+  // returns null (absent, or the caller publishes a new item instead).
+  template <class Fits, class Write>
+  CompressedRef rewriteInPlace(std::string_view key, uint64_t hash, Item*& item, Fits&& fits, Write&& write) {
+    const uint64_t b = bucketOf(hash);
+    std::lock_guard<SpinLock> g(lockFor(b));
+    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+      Item* it = table_.item(CompressedRef(r));
+      if (it->hasKey(key)) {
+        const CompressedRef ref(r);
+        if (durable(ref) || !fits(*it, ref) || !it->tryMarkExclusive()) return {};
+        write(*it);
+        it->endRewrite();
+        item = it;
+        return ref;
+      }
+      r = it->hashNext;
+    }
+    return {};
+  }
   // Unpublishes key. Returns the item, or null; owned as above. With
   // `pinned`, the item is pinned before it is unpublished when it can be
   // (not when a slab release already claimed it): *pinned says so.

@@ -113,6 +113,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   nextSeq_.store(std::max<uint64_t>(nextSeq_.load(std::memory_order_relaxed), recovered.maxSeq + 1),
                  std::memory_order_relaxed);
   if (recovered.anyDeadline) deadlinesSeen_.store(true, std::memory_order_relaxed);
+  inPlaceSets_ = !tiers_[0]->persistent() && !config_.persistence.durable_sets && !hooks_.onRemove;
   movers_->start();
   if (rebalancer_) rebalancer_->start();
   reaper_ = std::make_unique<ItemReaper>(index_->bucketCount(), config_.reaper.buckets_per_run,
@@ -288,12 +289,8 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
 }
 
 WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags,
-                                uint64_t& hash) {
+                                uint64_t hash) {
   counters_->sets.add();
-  // The bucket's line (a cache miss in a large index) loads while the slot
-  // is allocated, instead of after.
-  hash = hashKey(key);
-  index_->prefetchBucket(hash);
   WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
   if (!h) {
     counters_->set_failures.add();
@@ -312,14 +309,71 @@ bool Cache::maySpillBelow(uint32_t tier) const {
 
 bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
-  return publish(std::move(handle), InsertCondition{}, true).existed;
+  if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
+  const uint64_t hash = hashKey(handle.item()->key());
+  if (replaceInPlace(handle, hash)) return true;
+  return publishHashed(std::move(handle), InsertCondition{}, true, hash).existed;
 }
 
 bool Cache::set(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  uint64_t hash = 0;
+  const uint64_t hash = hashKey(key);
+  if (setInPlace(key, value, ttl, flags, hash)) return true;
   WriteHandle h = filledForSet(key, value, ttl, flags, hash);
   if (!h) return false;
   publishHashed(std::move(h), InsertCondition{}, true, hash);
+  return true;
+}
+
+bool Cache::setInPlace(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash) {
+  // The bucket's line (a cache miss in a large index) starts loading while
+  // the class is looked up.
+  index_->prefetchBucket(hash);
+  if (!inPlaceSets_ || value.size() > kMaxInPlaceValue || key.size() > kMaxKeySize) return false;
+  const int cls = allocs_[0]->classFor(Item::totalSize(key.size(), value.size()));
+  if (cls < 0) return false;
+  const uint32_t deadline =
+      ttl == Ttl::zero() ? 0 : expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+  if (!rewriteInPlace(key, hash, allocs_[0]->cls(0, static_cast<uint32_t>(cls)), value, deadline, flags)) return false;
+  counters_->sets.add();
+  return true;
+}
+
+bool Cache::replaceInPlace(WriteHandle& h, uint64_t hash) {
+  const Item& src = *h.item();
+  if (!inPlaceSets_ || src.valueSize() > kMaxInPlaceValue || table_->persistent(h.ref())) return false;
+  if (!rewriteInPlace(src.key(), hash, *table_->owner(h.ref()), src.value(), src.expiry, src.flags)) return false;
+  h.reset();  // the unpublished new slot goes back to its class
+  return true;
+}
+
+bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
+                           uint32_t expiry, uint32_t flags) {
+  // As publish does: the reads that test deadlines must know of one before
+  // an item with it is visible.
+  if (expiry != 0 && !deadlinesSeen_.load(std::memory_order_relaxed)) {
+    deadlinesSeen_.store(true, std::memory_order_relaxed);
+  }
+  const LiveCheck live = liveCheck();
+  Item* item = nullptr;
+  const CompressedRef ref = index_->rewriteInPlace(
+      key, hash, item,
+      // Where the new item would go (same class, so same tier and pool), and
+      // alive: a dead item's replace reports it expired.
+      [&](const Item& it, CompressedRef r) { return table_->owner(r) == &target && !live.dead(it); },
+      [&](Item& it) {
+        it.setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
+        it.setValueSize(static_cast<uint32_t>(value.size()));
+        it.setDeadline(expiry);
+        it.flags = flags;
+        std::memcpy(it.valueData(), value.data(), value.size());
+      });
+  if (!ref) return false;
+  counters_->inserts.add();
+  counters_->replaces.add();
+  counters_->replaces_in_place.add();
+  // A rewrite is a use of the key, as the policies' replace counts it.
+  table_->owner(ref)->policy().recordAccess(ref.raw());
+  release(item, ref);
   return true;
 }
 

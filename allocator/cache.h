@@ -249,9 +249,28 @@ class Cache final : private ItemFate {
   // picks the first persistent tier.
   WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags);
   // set and add: counts the set, allocates (counting a failure) and copies
-  // the value in; empty when there was no room. Sets hash to the key's
-  // index hash (its bucket and chain head prefetched) for publishHashed.
-  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t& hash);
+  // the value in; empty when there was no room. Prefetches the chain head
+  // of hash (the key's index hash; the caller prefetched its bucket).
+  WriteHandle filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
+  // Replaces without a new item: rewrites the key's live item in its slot
+  // when that slot is where the new item goes (`target`, its class: so the
+  // same tier and pool) and nobody pins or moves it
+  // (AccessIndex::rewriteInPlace); counts the insert and the replace.
+  // False: not done, nothing changed.
+  bool rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
+                      uint32_t expiry, uint32_t flags);
+  // set's: the target is the class of the new size in tier 0, default pool.
+  bool setInPlace(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
+  // insertOrReplace's: the handle's item (unpublished, filled) is copied
+  // over the old one in the same class, then released (its slot is freed).
+  bool replaceInPlace(WriteHandle& h, uint64_t hash);
+  // Values copied under a stripe lock are kept short: a longer one takes
+  // the new-slot path, which copies outside every lock.
+  static constexpr size_t kMaxInPlaceValue = 4096;
+  // In-place sets are off where a replace must leave the old item intact:
+  // a persistent tier 0 or durable sets (a crash mid-copy would lose an
+  // acknowledged value), and a remove callback (it reads the old value).
+  bool inPlaceSets_ = false;
   // durable_sets: a slot in the first persistent tier (default pool).
   WriteHandle allocateDurable(std::string_view key, size_t valueSize);
   // A new item in (tier, pool): the class that fits, then obtainSlot.

@@ -154,7 +154,10 @@ bool Cache::insert(WriteHandle&& handle) {
 }
 
 bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags) {
-  uint64_t hash = 0;
+  const uint64_t hash = hashKey(key);
+  // The bucket's line (a cache miss in a large index) loads while the slot
+  // is allocated, instead of after.
+  index_->prefetchBucket(hash);
   WriteHandle h = filledForSet(key, value, ttl, flags, hash);
   if (!h) return false;
   InsertCondition c;

@@ -58,6 +58,7 @@ namespace tiercache {
   X(set_failures, "set calls that could not store")                                        \
   X(inserts, "insertOrReplace calls (set included)")                                       \
   X(replaces, "inserts that replaced an existing key")                                     \
+  X(replaces_in_place, "replacing sets that rewrote the item in its own slot")             \
   X(removes, "remove calls that removed a key")                                            \
   X(alloc_too_large, "allocations refused: key or value beyond the largest class")         \
   X(expired, "dead (expired or flushed) items reclaimed, by any path")                     \

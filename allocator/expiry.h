@@ -54,7 +54,10 @@ inline std::chrono::system_clock::time_point expiryTimePoint(uint32_t deadline) 
 struct LiveCheck {
   uint32_t now = 0;
   uint64_t flushSeq = 0;
-  bool dead(const Item& it) const { return (it.expiry != 0 && it.expiry <= now) || it.seq() < flushSeq; }
+  bool dead(const Item& it) const {
+    const uint32_t d = it.deadline();
+    return (d != 0 && d <= now) || it.seq() < flushSeq;
+  }
 };
 
 }  // namespace tiercache

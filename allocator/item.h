@@ -17,8 +17,12 @@
 //  44  key bytes, then value bytes
 //
 // Every field from `sizes` on is written before the item is published and
-// never changes while it is (moves copy it whole), so a pinned reader may
-// read them without synchronisation.
+// changes while it is only in an in-place rewrite (below), which excludes
+// every pin and claim; so a pinned or claiming reader may read them without
+// synchronisation. The one reader that neither pins nor claims, a policy
+// hashing a listed item's key (keyHash), reads only the key, which a rewrite
+// keeps; `sizes` (key length beside value length) is read and rewritten as
+// a relaxed atomic for it.
 //
 // Metadata per item = 44 (this header, policy hooks included) + the index's
 // 4-byte bucket slot per item at load factor 1: 48 bytes. The 16 bytes over
@@ -33,6 +37,10 @@
 //   exclusive  : set only when refcount == 0 and not moving; the setter owns
 //                the item: no new handle can be taken (tryAcquire fails) and
 //                it alone unlinks, frees or reuses the slot.
+//   rewriting  : kExclusive on a published item, taken by a replacing set
+//                that holds the item's stripe lock (so no reader can pin it)
+//                and rewrites value and metadata in the slot; it ends as
+//                that set's pin (endRewrite), never as a free.
 //   moving     : a mover is copying the item to another tier. Readers may
 //                still pin it (its bytes are immutable once published); no
 //                one may claim it until the mover's finishMove(), which
@@ -80,7 +88,7 @@ class Item {
     hashNext = CompressedRef::kNull;
     hook.prev = hook.next = CompressedRef::kNull;
     hook.meta.store(0, std::memory_order_relaxed);
-    sizes = static_cast<uint32_t>(key.size()) | (valueSize << 8);
+    sizesRef().store(static_cast<uint32_t>(key.size()) | (valueSize << 8), std::memory_order_relaxed);
     checksum = 0;
     expiry = 0;
     flags = 0;
@@ -89,11 +97,21 @@ class Item {
     state.store(1, std::memory_order_release);
   }
 
-  uint64_t seq() const { return (static_cast<uint64_t>(seqHi) << 32) | seqLo; }
-  void setSeq(uint64_t s) {
-    seqLo = static_cast<uint32_t>(s);
-    seqHi = static_cast<uint32_t>(s >> 32);
+  // seq and expiry decide whether an item is dead (LiveCheck), which an
+  // evictor's scan asks before it claims the item, while a set may be
+  // rewriting it in place: both are read and written as relaxed atomics
+  // (plain moves on x86). A value read unclaimed is a hint; the claimer
+  // reads it again.
+  uint64_t seq() const {
+    return (static_cast<uint64_t>(relaxed(seqHi).load(std::memory_order_relaxed)) << 32) |
+           relaxed(seqLo).load(std::memory_order_relaxed);
   }
+  void setSeq(uint64_t s) {
+    relaxed(seqLo).store(static_cast<uint32_t>(s), std::memory_order_relaxed);
+    relaxed(seqHi).store(static_cast<uint32_t>(s >> 32), std::memory_order_relaxed);
+  }
+  uint32_t deadline() const { return relaxed(expiry).load(std::memory_order_relaxed); }
+  void setDeadline(uint32_t d) { relaxed(expiry).store(d, std::memory_order_relaxed); }
   // Copies what a move between tiers keeps: expiry, flags and sequence.
   void copyMetaFrom(const Item& src) {
     expiry = src.expiry;
@@ -102,14 +120,21 @@ class Item {
     seqHi = src.seqHi;
   }
 
-  uint32_t keySize() const { return sizes & 0xFF; }
-  uint32_t valueSize() const { return sizes >> 8; }
+  uint32_t keySize() const { return sizesRef().load(std::memory_order_relaxed) & 0xFF; }
+  uint32_t valueSize() const { return sizesRef().load(std::memory_order_relaxed) >> 8; }
+  // An in-place rewrite's new value length; the key (and its length) stays.
+  void setValueSize(uint32_t valueSize) {
+    sizesRef().store(keySize() | (valueSize << 8), std::memory_order_relaxed);
+  }
   char* keyData() { return reinterpret_cast<char*>(this) + sizeof(Item); }
   const char* keyData() const { return reinterpret_cast<const char*>(this) + sizeof(Item); }
   std::string_view key() const { return {keyData(), keySize()}; }
   char* valueData() { return keyData() + keySize(); }
   const char* valueData() const { return keyData() + keySize(); }
   std::string_view value() const { return {valueData(), valueSize()}; }
+  bool hasKey(std::string_view k) const {
+    return keySize() == k.size() && std::memcmp(keyData(), k.data(), k.size()) == 0;
+  }
 
   static constexpr size_t totalSize(size_t keySize, size_t valueSize) { return sizeof(Item) + keySize + valueSize; }
 
@@ -158,6 +183,17 @@ class Item {
     return true;
   }
 
+  // Ends an in-place rewrite (the caller claimed the published item with
+  // tryMarkExclusive under its stripe lock and rewrote it): the claim
+  // becomes one reference, in one step, so the item is never unclaimed and
+  // unpinned in between (an evictor could take it before the caller's
+  // policy update).
+  void endRewrite() {
+    TC_DCHECK((state.load(std::memory_order_relaxed) & (kExclusive | kAccessible | kRefMask)) ==
+              (kExclusive | kAccessible));
+    state.fetch_sub(kExclusive - 1, std::memory_order_release);
+  }
+
   // Starts a move of a published item. Eviction (demotion) requires it
   // unpinned; a promotion may move an item that readers hold.
   bool tryMarkMoving(bool allowPinned) {
@@ -200,9 +236,16 @@ class Item {
   static bool isOwnedState(uint32_t s) {
     return (s & kExclusive) && !(s & (kRefMask | kAccessible | kMoving | kFreeSlot));
   }
+
+ private:
+  static std::atomic_ref<uint32_t> relaxed(const uint32_t& field) {
+    return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(field));
+  }
+  std::atomic_ref<uint32_t> sizesRef() const { return relaxed(sizes); }
 };
 
 static_assert(sizeof(Item) == 44, "item header budget is 44 bytes");
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
 static_assert(alignof(Item) == 4);
 static_assert(Item::kMaxKeySize <= 0xFF, "key length has 8 bits");
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

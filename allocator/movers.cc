@@ -74,10 +74,15 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
  private:
   Verdict claim(uint32_t ref, bool dropIt) {
     Item* item = table_.item(CompressedRef(ref));
-    // A dead item would waste a lower-tier slot: it is dropped, never moved.
-    const bool dead = live_.dead(*item);
-    if (deadOnly_ && !dead) return Verdict::kSkip;
+    // Unclaimed, the answer is a hint: a set may rewrite the item in place
+    // (new value, deadline and seq) until the claim below.
+    if (deadOnly_ && !live_.dead(*item)) return Verdict::kSkip;
     if (!item->tryMarkMoving(false)) return unclaimableVerdict(*item);
+    // A dead item would waste a lower-tier slot: it is dropped, never moved.
+    // Judged again under the claim; an item a rewrite revived between the
+    // two looks leaves as a live one (the dead-only pass then evicts one
+    // live item early: rare, and an eviction is always allowed).
+    const bool dead = live_.dead(*item);
     const size_t i = batch_.count++;
     batch_.src[i] = CompressedRef(ref);
     batch_.dead[i] = dead;

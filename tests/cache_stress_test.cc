@@ -115,6 +115,7 @@ TEST_P(CacheStressTest, HotKeyContentionAcrossThreads) {
   const StressResult r = runStress(cache, 4, 40000, 16);
   EXPECT_EQ(r.badValues, 0u);
   EXPECT_GT(r.hits, r.reads / 2);
+  EXPECT_GT(cache.stats().replaces_in_place, 0u) << "rewrites in place must have raced the readers";
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 

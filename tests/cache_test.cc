@@ -1,6 +1,8 @@
 // Behaviour of the Cache facade, run once per eviction policy.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -149,6 +151,115 @@ TEST_P(CacheTest, HandleOutlivesReplace) {
   h.reset();
   EXPECT_EQ(cache.stats().items, 1u);
   EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// A replacing set whose new size falls in the old item's class rewrites
+// the item in its slot: no allocation, no new slot, the value byte for
+// byte, and a new CAS token, flags and deadline, as a new item would have.
+TEST_P(CacheTest, ReplacingSetRewritesTheItemInItsSlot) {
+  std::chrono::system_clock::time_point now = std::chrono::sys_days{std::chrono::year{2030} / 1 / 1};
+  CacheHooks hooks;
+  hooks.clock = [&now] { return now; };
+  Cache cache(config(), hooks);
+  const std::string v1 = makeValue("k", 1, 300), v2 = makeValue("k", 2, 300);
+  ASSERT_TRUE(cache.set("k", v1, std::chrono::seconds(100), 7));
+  ReadHandle h = cache.find("k");
+  const CompressedRef ref1 = h.ref();
+  const uint64_t token1 = h.casToken();
+  h.reset();
+  const CacheStats before = cache.stats();
+  ASSERT_TRUE(cache.set("k", v2, Cache::Ttl::zero(), 9));
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.replaces_in_place - before.replaces_in_place, 1u);
+  EXPECT_EQ(after.alloc_attempts, before.alloc_attempts) << "no slot was asked for";
+  EXPECT_EQ(after.sets - before.sets, 1u);
+  EXPECT_EQ(after.inserts - before.inserts, 1u);
+  EXPECT_EQ(after.replaces - before.replaces, 1u);
+  EXPECT_EQ(after.items, 1u);
+  h = cache.find("k");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h.ref().raw(), ref1.raw()) << "the same slot";
+  EXPECT_EQ(h.value(), v2);
+  EXPECT_NE(h.casToken(), token1) << "a rewrite is a new version: a CAS on the old token must fail";
+  EXPECT_EQ(h.flags(), 9u);
+  EXPECT_FALSE(h.expiresAt().has_value()) << "the set without a TTL clears the old deadline";
+  h.reset();
+  // A shorter value in the same class: the length shrinks with it.
+  const std::string v3 = makeValue("k", 3, 290);
+  ASSERT_TRUE(cache.set("k", v3, std::chrono::seconds(5)));
+  EXPECT_EQ(cache.get("k"), v3);
+  EXPECT_EQ(cache.stats().replaces_in_place - before.replaces_in_place, 2u);
+  now += std::chrono::seconds(6);
+  EXPECT_FALSE(cache.get("k").has_value()) << "the rewritten deadline holds";
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// The same through allocate + insertOrReplace: the filled new item is
+// copied over the old one and its own slot goes back to the class.
+TEST_P(CacheTest, InsertOrReplaceRewritesTheOldItemAndFreesTheNewSlot) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", makeValue("k", 1, 300)));
+  const CompressedRef ref1 = cache.find("k").ref();
+  const std::string v2 = makeValue("k", 2, 300);
+  WriteHandle w = cache.allocate("k", v2.size(), std::chrono::seconds(100), 3);
+  ASSERT_TRUE(w);
+  std::memcpy(w.data(), v2.data(), v2.size());
+  EXPECT_TRUE(cache.insertOrReplace(std::move(w)));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.replaces_in_place, 1u);
+  EXPECT_EQ(s.items, 1u) << "the new slot was freed, not leaked or linked";
+  ReadHandle h = cache.find("k");
+  EXPECT_EQ(h.ref().raw(), ref1.raw());
+  EXPECT_EQ(h.value(), v2);
+  EXPECT_EQ(h.flags(), 3u);
+  EXPECT_TRUE(h.expiresAt().has_value());
+  h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// Where a rewrite in place would be wrong, a replace takes a new slot: a
+// reader pins the old item (it must keep reading the old value), the new
+// size needs another class, or the old item is dead (its expiry is
+// reported).
+TEST_P(CacheTest, ReplaceTakesANewSlotWhenTheOldItemIsPinnedResizedOrDead) {
+  std::chrono::system_clock::time_point now = std::chrono::sys_days{std::chrono::year{2030} / 1 / 1};
+  CacheHooks hooks;
+  hooks.clock = [&now] { return now; };
+  Cache cache(config(), hooks);
+  const std::string v1 = makeValue("k", 1, 300);
+  ASSERT_TRUE(cache.set("k", v1));
+  ReadHandle pin = cache.find("k");
+  ASSERT_TRUE(cache.set("k", makeValue("k", 2, 300)));
+  EXPECT_EQ(pin.value(), v1) << "a pinned item is never rewritten";
+  EXPECT_NE(cache.find("k").ref().raw(), pin.ref().raw());
+  pin.reset();
+  ASSERT_TRUE(cache.set("k", makeValue("k", 3, 3000)));
+  EXPECT_EQ(cache.get("k"), makeValue("k", 3, 3000));
+  ASSERT_TRUE(cache.set("k", makeValue("k", 4, 300), std::chrono::seconds(1)));
+  now += std::chrono::seconds(2);
+  ASSERT_TRUE(cache.set("k", makeValue("k", 5, 300)));
+  EXPECT_EQ(cache.get("k"), makeValue("k", 5, 300));
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.replaces_in_place, 0u);
+  EXPECT_EQ(s.expired, 1u) << "the dead item's replace reports it";
+  EXPECT_EQ(s.items, 1u);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// With a remove callback the replaced value must reach it, so a replace
+// never rewrites in place.
+TEST_P(CacheTest, ReplaceWithARemoveCallbackReportsTheOldValue) {
+  std::vector<std::string> replaced;
+  CacheHooks hooks;
+  hooks.onRemove = [&](const RemovedItem& r) {
+    if (r.cause == RemoveCause::kReplaced) replaced.emplace_back(r.value);
+  };
+  Cache cache(config(), hooks);
+  ASSERT_TRUE(cache.set("k", makeValue("k", 1, 300)));
+  ASSERT_TRUE(cache.set("k", makeValue("k", 2, 300)));
+  ASSERT_EQ(replaced.size(), 1u);
+  EXPECT_EQ(replaced[0], makeValue("k", 1, 300));
+  EXPECT_EQ(cache.stats().replaces_in_place, 0u);
 }
 
 TEST_P(CacheTest, PinnedItemIsNeverEvicted) {

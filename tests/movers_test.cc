@@ -92,6 +92,7 @@ TEST(MoversStress, TwoEvictorsPromoterAndFourThreadsOverFourTimesTheCache) {
   EXPECT_GT(s.tiers[0].demotions, 0u);
   EXPECT_GT(s.promotions, 0u);
   EXPECT_EQ(s.background_evictor.threads, 2u);
+  EXPECT_GT(s.replaces_in_place, 0u) << "rewrites in place must have raced the movers";
   EXPECT_EQ(cache.checkConsistency(), "");
   // Everything still readable and intact (these gets promote, too).
   for (int k = 0; k < keySpace; ++k) {
@@ -202,6 +203,7 @@ TEST(MoversRace, BatchMovesRacingFindRemoveReplaceNeverServeStaleOrLoseAKey) {
   EXPECT_GT(s.tiers[0].demotions, 1000u) << "the test must race with many moves";
   EXPECT_GT(s.promotions, 0u);
   EXPECT_GT(sets.load(), 0u);
+  EXPECT_GT(s.replaces_in_place, 0u) << "rewrites in place must have raced the moves";
   EXPECT_EQ(torn.load(), 0u);
   EXPECT_EQ(stale.load(), 0u);
   EXPECT_EQ(lost.load(), 0u);
@@ -232,11 +234,12 @@ TEST(MoversBatch, ForegroundBatchDemotesEveryEvictedItemWhenTheLowerTierHasRoom)
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
-// With background eviction on, a replacing set defers the old item's free
-// to a batch. The deferred slots must come back: a full class whose every
-// key is replaced (same size class) needs no eviction at all, whoever drains
-// them (the allocation that finds no free slot, or the evictor's look), and
-// every value reads back.
+// With background eviction on, a replace that publishes a new item defers
+// the old item's free to a batch. The deferred slots must come back: a full
+// class whose every key is replaced (same size class) needs no eviction at
+// all, whoever drains them (the allocation that finds no free slot, or the
+// evictor's look), and every value reads back. The replaces are CASes: a
+// plain set would rewrite each item in its slot and defer nothing.
 TEST(MoversDeferredFree, ReplacedSlotsAreReusedNotLostAndNothingIsEvicted) {
   CacheConfig cfg = test::smallDramConfig(1 << 20, "lru", kSlab);
   cfg.allocation.max_size = kSlab;
@@ -264,9 +267,14 @@ TEST(MoversDeferredFree, ReplacedSlotsAreReusedNotLostAndNothingIsEvicted) {
   const CacheStats before = cache.stats();
   ASSERT_EQ(cached.size(), before.items);
   for (int round = 1; round <= 3; ++round) {
-    for (const std::string& key : cached) ASSERT_TRUE(cache.set(key, makeValue(key, round, 400))) << key;
+    for (const std::string& key : cached) {
+      const uint64_t token = cache.find(key).casToken();
+      ASSERT_EQ(cache.compareAndSwap(key, token, makeValue(key, round, 400)), CasResult::kStored) << key;
+    }
   }
   const CacheStats after = cache.stats();
+  EXPECT_EQ(after.replaces_in_place, 0u);
+  EXPECT_EQ(after.replaces - before.replaces, 3 * cached.size());
   EXPECT_EQ(after.evictions + after.background_evictions, before.evictions + before.background_evictions)
       << "a replace found its slot through the deferred frees, not by evicting";
   for (const std::string& key : cached) {

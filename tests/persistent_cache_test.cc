@@ -75,6 +75,9 @@ TEST_F(PersistentCacheTest, RemovedAndReplacedKeysStayThatWayAfterRestart) {
     ASSERT_TRUE(cache.set("changed", "v1"));
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(cache.remove("gone" + std::to_string(i)));
     ASSERT_TRUE(cache.set("changed", "v2"));
+    // A crash in the middle of a rewrite would lose both values: a durable
+    // replace always commits a new copy first.
+    EXPECT_EQ(cache.stats().replaces_in_place, 0u);
   }
   Cache cache(persistentConfig(pool_, true));
   for (int i = 0; i < 100; ++i) EXPECT_FALSE(cache.get("gone" + std::to_string(i)).has_value()) << i;
