@@ -188,7 +188,7 @@ CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::st
 }
 
 bool Cache::touch(std::string_view key, Ttl ttl) {
-  // Rewrites the item (items are immutable once published; a persistent
+  // Rewrites the item (items are immutable while readable; a persistent
   // tier's checksum covers the deadline): same value and flags, new
   // deadline, published only over the very item that was read. A racing
   // writer wins, and the loop reads again.

@@ -42,7 +42,7 @@
 //                and rewrites value and metadata in the slot; it ends as
 //                that set's pin (endRewrite), never as a free.
 //   moving     : a mover is copying the item to another tier. Readers may
-//                still pin it (its bytes are immutable once published); no
+//                still pin it (a rewrite cannot claim it meanwhile); no
 //                one may claim it until the mover's finishMove(), which
 //                claims it itself if by then it is unpinned and unpublished.
 // Claims happen in: the evictor (refcount 0), the last handle release of an

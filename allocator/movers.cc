@@ -322,8 +322,8 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   }
 
   // 3. Copy, prefetching the next source and destination while copying
-  //    this one. Sources are immutable while published, so a pinned reader
-  //    and the copy see the same bytes.
+  //    this one. A claimed (kMoving) source cannot be rewritten in place,
+  //    so a pinned reader and the copy see the same bytes.
   for (size_t i = 0; i < k; ++i) {
     if (i + 1 < k) {
       __builtin_prefetch(table_.item(b.src[i + 1]));

@@ -132,10 +132,14 @@ class AllocationClass {
     lowSlots_ = slots;
   }
   // Frees an item the caller owns exclusively (see Item): out of the
-  // eviction list if it is still a member, onto the free list.
+  // eviction list if it is still a member, onto the free list. Membership
+  // changes only under the list lock, and nobody adds or evicts an owned
+  // item, so an item never listed (an insertOrReplace's new item whose
+  // contents were copied over the old one) takes no list lock.
   void freeOwned(CompressedRef ref) {
-    TC_DCHECK(Item::isOwnedState(table_.item(ref)->state.load(std::memory_order_relaxed)));
-    policy_->remove(ref.raw());
+    Item* item = table_.item(ref);
+    TC_DCHECK(Item::isOwnedState(item->state.load(std::memory_order_relaxed)));
+    if (item->hook.meta.load(std::memory_order_relaxed) & EvictionHook::kInList) policy_->remove(ref.raw());
     pushFree(ref);
   }
   // freeOwned later, in a batch: the item (exclusively owned, kExclusive,

@@ -157,9 +157,9 @@ TEST_P(CacheTest, HandleOutlivesReplace) {
 // the item in its slot: no allocation, no new slot, the value byte for
 // byte, and a new CAS token, flags and deadline, as a new item would have.
 TEST_P(CacheTest, ReplacingSetRewritesTheItemInItsSlot) {
-  std::chrono::system_clock::time_point now = std::chrono::sys_days{std::chrono::year{2030} / 1 / 1};
+  test::ManualClock clock;
   CacheHooks hooks;
-  hooks.clock = [&now] { return now; };
+  hooks.clock = [&clock] { return clock.now(); };
   Cache cache(config(), hooks);
   const std::string v1 = makeValue("k", 1, 300), v2 = makeValue("k", 2, 300);
   ASSERT_TRUE(cache.set("k", v1, std::chrono::seconds(100), 7));
@@ -189,7 +189,7 @@ TEST_P(CacheTest, ReplacingSetRewritesTheItemInItsSlot) {
   ASSERT_TRUE(cache.set("k", v3, std::chrono::seconds(5)));
   EXPECT_EQ(cache.get("k"), v3);
   EXPECT_EQ(cache.stats().replaces_in_place - before.replaces_in_place, 2u);
-  now += std::chrono::seconds(6);
+  clock.advance(std::chrono::seconds(6));
   EXPECT_FALSE(cache.get("k").has_value()) << "the rewritten deadline holds";
   EXPECT_EQ(cache.checkConsistency(), "");
 }
@@ -222,9 +222,9 @@ TEST_P(CacheTest, InsertOrReplaceRewritesTheOldItemAndFreesTheNewSlot) {
 // size needs another class, or the old item is dead (its expiry is
 // reported).
 TEST_P(CacheTest, ReplaceTakesANewSlotWhenTheOldItemIsPinnedResizedOrDead) {
-  std::chrono::system_clock::time_point now = std::chrono::sys_days{std::chrono::year{2030} / 1 / 1};
+  test::ManualClock clock;
   CacheHooks hooks;
-  hooks.clock = [&now] { return now; };
+  hooks.clock = [&clock] { return clock.now(); };
   Cache cache(config(), hooks);
   const std::string v1 = makeValue("k", 1, 300);
   ASSERT_TRUE(cache.set("k", v1));
@@ -236,7 +236,7 @@ TEST_P(CacheTest, ReplaceTakesANewSlotWhenTheOldItemIsPinnedResizedOrDead) {
   ASSERT_TRUE(cache.set("k", makeValue("k", 3, 3000)));
   EXPECT_EQ(cache.get("k"), makeValue("k", 3, 3000));
   ASSERT_TRUE(cache.set("k", makeValue("k", 4, 300), std::chrono::seconds(1)));
-  now += std::chrono::seconds(2);
+  clock.advance(std::chrono::seconds(2));
   ASSERT_TRUE(cache.set("k", makeValue("k", 5, 300)));
   EXPECT_EQ(cache.get("k"), makeValue("k", 5, 300));
   const CacheStats s = cache.stats();

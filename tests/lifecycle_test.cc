@@ -30,12 +30,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::system_clock;
 
-// Test seam: the expiry clock, moved by hand.
-struct ManualClock {
-  std::atomic<int64_t> secs{1'800'000'000};  // 2027-01-15
-  Clock::time_point now() const { return Clock::time_point(std::chrono::seconds(secs.load())); }
-  void advance(std::chrono::seconds d) { secs += d.count(); }
-};
+using test::ManualClock;
 
 // Records every remove callback: key -> causes, in order.
 struct CallbackLog {

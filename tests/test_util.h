@@ -1,6 +1,8 @@
 // Helpers shared by the cache tests.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -8,6 +10,16 @@
 #include "allocator/cache_config.h"
 
 namespace tiercache::test {
+
+// Test seam: the expiry clock (CacheHooks::clock), moved by hand; atomic,
+// since the reaper's thread reads it too.
+struct ManualClock {
+  std::atomic<int64_t> secs{1'800'000'000};  // 2027-01-15
+  std::chrono::system_clock::time_point now() const {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(secs.load()));
+  }
+  void advance(std::chrono::seconds d) { secs += d.count(); }
+};
 
 // A one-tier DRAM config with small slabs so that a few MiB hold many slabs.
 inline CacheConfig smallDramConfig(uint64_t bytes, const std::string& policy = "lru", uint64_t slab = 256 << 10) {
