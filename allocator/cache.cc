@@ -359,7 +359,13 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const Allocation
       key, hash, item,
       // Where the new item would go (same class, so same tier and pool), and
       // alive: a dead item's replace reports it expired.
-      [&](const Item& it, CompressedRef r) { return table_->owner(r) == &target && !live.dead(it); },
+      [&](const Item& it, CompressedRef r) {
+        if (table_->owner(r) != &target || live.dead(it)) return false;
+        // The header's line is in (the key was compared); request the
+        // value's lines for writing now, so their misses overlap the claim.
+        for (size_t off = 64; off < value.size() + 64; off += 64) __builtin_prefetch(it.valueData() + off - 64, 1);
+        return true;
+      },
       [&](Item& it) {
         it.setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
         it.setValueSize(static_cast<uint32_t>(value.size()));
