@@ -220,7 +220,7 @@ WriteHandle Cache::allocate(std::string_view key, size_t valueSize, Ttl ttl, uin
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
   WriteHandle h = allocate(pool, key, valueSize);
   if (h) {
-    h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+    h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
   }
   return h;
@@ -280,9 +280,7 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
 WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
   WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocate(key, valueSize);
   if (h) {
-    if (ttl != Ttl::zero()) {
-      h.item()->expiry = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
-    }
+    h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
   }
   return h;
@@ -331,9 +329,9 @@ bool Cache::setInPlace(std::string_view key, std::string_view value, Ttl ttl, ui
   if (!inPlaceSets_ || value.size() > kMaxInPlaceValue || key.size() > kMaxKeySize) return false;
   const int cls = allocs_[0]->classFor(Item::totalSize(key.size(), value.size()));
   if (cls < 0) return false;
-  const uint32_t deadline =
-      ttl == Ttl::zero() ? 0 : expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
-  if (!rewriteInPlace(key, hash, allocs_[0]->cls(0, static_cast<uint32_t>(cls)), value, deadline, flags)) return false;
+  if (!rewriteInPlace(key, hash, allocs_[0]->cls(0, static_cast<uint32_t>(cls)), value, deadlineAfter(ttl), flags)) {
+    return false;
+  }
   counters_->sets.add();
   return true;
 }

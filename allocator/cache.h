@@ -223,6 +223,9 @@ class Cache final : private ItemFate {
   // ---- lifecycle (cache_lifecycle.cc) ----
   // Seconds on the expiry clock now (see allocator/expiry.h).
   uint32_t nowSeconds() const;
+  // The deadline of an item stored now with `ttl` (0 = none); reads no
+  // clock for a zero ttl.
+  uint32_t deadlineAfter(Ttl ttl) const;
   LiveCheck liveCheck() const final;
   // ItemFate, for the movers.
   bool deadlinesSeen() const final { return deadlinesSeen_.load(std::memory_order_relaxed); }

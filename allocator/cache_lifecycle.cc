@@ -38,6 +38,11 @@ uint32_t Cache::nowSeconds() const {
   return expirySeconds(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now());
 }
 
+uint32_t Cache::deadlineAfter(Ttl ttl) const {
+  if (ttl == Ttl::zero()) return 0;
+  return expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+}
+
 LiveCheck Cache::liveCheck() const {
   LiveCheck c;
   // No item ever had a deadline and no flush happened: nothing can be dead,
@@ -192,7 +197,7 @@ bool Cache::touch(std::string_view key, Ttl ttl) {
   // tier's checksum covers the deadline): same value and flags, new
   // deadline, published only over the very item that was read. A racing
   // writer wins, and the loop reads again.
-  const uint32_t deadline = expiryDeadline(hooks_.clock ? hooks_.clock() : std::chrono::system_clock::now(), ttl);
+  const uint32_t deadline = deadlineAfter(ttl);
   for (int attempt = 0; attempt < 8; ++attempt) {
     ReadHandle cur = peek(key);
     if (!cur) return false;

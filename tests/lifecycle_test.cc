@@ -460,7 +460,7 @@ TEST(Lifecycle, ExpiredItemsAreDroppedNotDemotedNorPromoted) {
   cfg.reaper.enabled = false;
   CallbackLog log;
   Cache cache(cfg, hooksWith(&clock, &log));
-  const int n = 3000;  // ~1.7 MB: fits DRAM
+  const int n = 3000;  // 3000 slots of 744 bytes: fit DRAM (4 MiB); with the live keys they do not
   // Keys of one length, so every item is in one class: with keys of 5 to 8
   // characters the items straddled a class boundary, and a class whose
   // dead items were all gone could only evict live ones while the other
