@@ -446,6 +446,17 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
   }
   // Hand slabs out in address order: pop from the back.
   for (uint32_t i = slabCount_; i-- > 0;) freeSlabs_.push_back(firstSlab_ + i);
+  // classFor's table: granule g covers sizes (kClassGranule*(g-1), kClassGranule*g];
+  // entry g is the first class that holds the granule's smallest size.
+  const size_t largest = classSizes_.empty() || classSizes_.size() > UINT16_MAX
+                             ? 0
+                             : std::min<size_t>(classSizes_.back(), kClassTableBytes);
+  classOfGranule_.resize((largest + kClassGranule - 1) / kClassGranule + 1);
+  for (size_t g = 0, c = 0; g < classOfGranule_.size(); ++g) {
+    const size_t smallest = g == 0 ? 0 : kClassGranule * (g - 1) + 1;
+    while (c < classSizes_.size() && classSizes_[c] < smallest) ++c;
+    classOfGranule_[g] = static_cast<uint16_t>(c);
+  }
   for (uint32_t p = 0; p < pools.size(); ++p) {
     auto pool = std::make_unique<Pool>();
     pool->name = pools[p].name;
@@ -465,6 +476,15 @@ uint32_t SlabAllocator::slabsUsed() const {
 }
 
 int SlabAllocator::classFor(size_t bytes) const {
+  const size_t g = (bytes + kClassGranule - 1) / kClassGranule;
+  if (g < classOfGranule_.size()) {
+    // The table holds the first class that fits the granule's smallest size;
+    // explicit class sizes need not be multiples of the granule, so step on
+    // past classes smaller than `bytes` (at most a granule's worth).
+    size_t c = classOfGranule_[g];
+    while (c < classSizes_.size() && classSizes_[c] < bytes) ++c;
+    return c == classSizes_.size() ? -1 : static_cast<int>(c);
+  }
   auto it = std::lower_bound(classSizes_.begin(), classSizes_.end(), bytes);
   return it == classSizes_.end() ? -1 : static_cast<int>(it - classSizes_.begin());
 }

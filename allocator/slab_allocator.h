@@ -316,6 +316,11 @@ class SlabAllocator {
   uint32_t firstSlab_;
   uint32_t slabCount_;
   std::vector<uint32_t> classSizes_;
+  // classFor without a binary search (it runs on every allocation and set):
+  // the class of each 8-byte granule of sizes up to 16 KiB.
+  static constexpr size_t kClassGranule = 8;
+  static constexpr size_t kClassTableBytes = 16384;
+  std::vector<uint16_t> classOfGranule_;
   std::vector<std::unique_ptr<Pool>> pools_;
 
   PoolRecords* records_ = nullptr;  // non-null: record slab ownership durably

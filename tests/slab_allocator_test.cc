@@ -2,6 +2,7 @@
 // quotas and slab release, on a real DRAM tier.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <set>
@@ -55,6 +56,30 @@ TEST_F(SlabAllocatorTest, ClassForPicksSmallestFit) {
   EXPECT_EQ(alloc_.classFor(65), 1);
   EXPECT_EQ(alloc_.classFor(1024), 2);
   EXPECT_EQ(alloc_.classFor(1025), -1);
+}
+
+// classFor answers from a table of 8-byte granules up to 16 KiB and by
+// binary search above: every size must get the smallest class that fits,
+// for generated sizes and for explicit ones that are not multiples of 8
+// (several in one granule) or lie beyond the table.
+TEST(SlabAllocatorClassFor, TableAgreesWithTheSmallestFitForEverySize) {
+  constexpr uint64_t kSlab = 1 << 20;
+  const std::vector<std::vector<uint32_t>> lists = {
+      makeClassSizes(48, 1 << 20, 1.25, {}),
+      {13, 14, 15, 16, 17, 100, 101, 16383, 16384, 16385, 20000, 1 << 20},
+      {1 << 20},
+  };
+  for (const auto& sizes : lists) {
+    DramTier tier("dram", 2 * kSlab);
+    SlabTable table(kSlab, 16, 2);
+    SlabAllocator alloc(0, tier, nullptr, table, 0, {{"a", 1.0}}, sizes, EvictionPolicyOptions{});
+    for (size_t bytes = 0; bytes <= (size_t{1} << 20) + 1; bytes += bytes < 40000 ? 1 : 997) {
+      const auto it = std::lower_bound(sizes.begin(), sizes.end(), bytes);
+      const int want = it == sizes.end() ? -1 : static_cast<int>(it - sizes.begin());
+      ASSERT_EQ(alloc.classFor(bytes), want) << bytes << " bytes, first class " << sizes.front();
+    }
+    EXPECT_EQ(alloc.classFor((size_t{1} << 20) + 1), -1);
+  }
 }
 
 TEST_F(SlabAllocatorTest, PoolQuotaBoundsSlabsAndSlotsAreDistinct) {
