@@ -329,23 +329,23 @@ bool Cache::setInPlace(std::string_view key, std::string_view value, Ttl ttl, ui
   if (!inPlaceSets_ || value.size() > kMaxInPlaceValue || key.size() > kMaxKeySize) return false;
   const int cls = allocs_[0]->classFor(Item::totalSize(key.size(), value.size()));
   if (cls < 0) return false;
-  if (!rewriteInPlace(key, hash, allocs_[0]->cls(0, static_cast<uint32_t>(cls)), value, deadlineAfter(ttl), flags)) {
-    return false;
-  }
-  counters_->sets.add();
-  return true;
+  return rewriteInPlace(key, hash, allocs_[0]->cls(0, static_cast<uint32_t>(cls)), value, deadlineAfter(ttl), flags,
+                        counters_->setsInPlace);
 }
 
 bool Cache::replaceInPlace(WriteHandle& h, uint64_t hash) {
   const Item& src = *h.item();
   if (!inPlaceSets_ || src.valueSize() > kMaxInPlaceValue || table_->persistent(h.ref())) return false;
-  if (!rewriteInPlace(src.key(), hash, *table_->owner(h.ref()), src.value(), src.expiry, src.flags)) return false;
+  if (!rewriteInPlace(src.key(), hash, *table_->owner(h.ref()), src.value(), src.expiry, src.flags,
+                      counters_->insertsInPlace)) {
+    return false;
+  }
   h.reset();  // the unpublished new slot goes back to its class
   return true;
 }
 
 bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
-                           uint32_t expiry, uint32_t flags) {
+                           uint32_t expiry, uint32_t flags, ShardedCounter& counted) {
   // As publish does: the reads that test deadlines must know of one before
   // an item with it is visible.
   if (expiry != 0 && !deadlinesSeen_.load(std::memory_order_relaxed)) {
@@ -372,9 +372,7 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const Allocation
         std::memcpy(it.valueData(), value.data(), value.size());
       });
   if (!ref) return false;
-  counters_->inserts.add();
-  counters_->replaces.add();
-  counters_->replaces_in_place.add();
+  counted.add();
   // A rewrite is a use of the key, as the policies' replace counts it.
   table_->owner(ref)->policy().recordAccess(ref.raw());
   release(item, ref);

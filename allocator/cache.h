@@ -51,6 +51,7 @@ class CachePersistence;
 class Movers;
 class SlabRebalancer;
 struct CacheCounters;
+class ShardedCounter;
 struct RecoveryCounters;
 class StatsCollector;
 struct LiveCheck;
@@ -258,10 +259,10 @@ class Cache final : private ItemFate {
   // Replaces without a new item: rewrites the key's live item in its slot
   // when that slot is where the new item goes (`target`, its class: so the
   // same tier and pool) and nobody pins or moves it
-  // (AccessIndex::rewriteInPlace); counts the insert and the replace.
-  // False: not done, nothing changed.
+  // (AccessIndex::rewriteInPlace); bumps `counted` (CacheCounters::
+  // setsInPlace or insertsInPlace). False: not done, nothing changed.
   bool rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
-                      uint32_t expiry, uint32_t flags);
+                      uint32_t expiry, uint32_t flags, ShardedCounter& counted);
   // set's: the target is the class of the new size in tier 0, default pool.
   bool setInPlace(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
   // insertOrReplace's: the handle's item (unpublished, filled) is copied

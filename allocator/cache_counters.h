@@ -19,6 +19,11 @@ struct CacheCounters {
   // Handles made and released: their difference is the pins outstanding,
   // exact once no other thread uses the cache (~Cache checks it).
   ShardedCounter handlesOpened, handlesClosed;
+  // A set (or insertOrReplace) rewritten in place bumps one counter, not
+  // the four rows it belongs to (sets, inserts, replaces, replaces_in_place):
+  // every add is a locked instruction on the hot path. The stats part adds
+  // these into those rows.
+  ShardedCounter setsInPlace, insertsInPlace;
   std::vector<std::unique_ptr<ShardedCounter>> tierHits;  // one per tier: the tier rows of "hits"
 };
 

@@ -20,6 +20,12 @@ CacheStats StatsCollector::collect() const {
 #define TIERCACHE_LOAD(name, help) s.name = c.name.load();
   TIERCACHE_CACHE_COUNTERS(TIERCACHE_LOAD)
 #undef TIERCACHE_LOAD
+  const uint64_t setsInPlace = c.setsInPlace.load();
+  const uint64_t inPlace = setsInPlace + c.insertsInPlace.load();
+  s.sets += setsInPlace;
+  s.inserts += inPlace;
+  s.replaces += inPlace;
+  s.replaces_in_place += inPlace;
 #define TIERCACHE_COPY(name, help) s.name = p_.recovery.name;
   TIERCACHE_RECOVERY_COUNTERS(TIERCACHE_COPY)
 #undef TIERCACHE_COPY

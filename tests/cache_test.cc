@@ -207,6 +207,11 @@ TEST_P(CacheTest, InsertOrReplaceRewritesTheOldItemAndFreesTheNewSlot) {
   EXPECT_TRUE(cache.insertOrReplace(std::move(w)));
   const CacheStats s = cache.stats();
   EXPECT_EQ(s.replaces_in_place, 1u);
+  // One set (the first), two inserts, one of them a replace: the in-place
+  // insert is counted in the rows it belongs to, and not as a set.
+  EXPECT_EQ(s.sets, 1u);
+  EXPECT_EQ(s.inserts, 2u);
+  EXPECT_EQ(s.replaces, 1u);
   EXPECT_EQ(s.items, 1u) << "the new slot was freed, not leaked or linked";
   ReadHandle h = cache.find("k");
   EXPECT_EQ(h.ref().raw(), ref1.raw());
