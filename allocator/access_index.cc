@@ -40,17 +40,19 @@ namespace {
 CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
-    Item* it = table_.item(CompressedRef(r));
+  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+    const CompressedRef ref(*link);
+    Item* it = table_.item(ref);
     if (it->hasKey(key)) {
       if (!it->tryAcquire()) {
         if (saturated) *saturated = (it->state.load(std::memory_order_relaxed) & Item::kRefMask) == Item::kRefMask;
         return CompressedRef();
       }
+      toFront(b, link, it, ref);
       item = it;
-      return CompressedRef(r);
+      return ref;
     }
-    r = it->hashNext;
+    link = &it->hashNext;
   }
   return CompressedRef();
 }

@@ -97,26 +97,29 @@ class AccessIndex {
   // A replace without a new slot: if the item under key is published, not
   // persistent, accepted by fits(item, ref), and nobody pins, claims or
   // moves it, claims it (Item::tryMarkExclusive) under the stripe lock, lets
-  // write(item) rewrite its value and metadata, and returns it pinned once
-  // (Item::endRewrite), as acquire would. Readers take the stripe lock to
-  // pin, so none sees the item half written; movers and evictors claim it
-  // by a CAS that fails while it is claimed. Otherwise changes nothing and
-  // returns null (absent, or the caller publishes a new item instead).
+  // write(item, ref) rewrite its value and metadata (and do the policy's
+  // access update, which must not block), ends the claim (Item::endRewrite)
+  // and returns ref; the item is left unpinned. Readers take the stripe lock
+  // to pin, so none sees the item half written; movers and evictors claim
+  // it by a CAS that fails while it is claimed. Otherwise changes nothing
+  // and returns null (absent, or the caller publishes a new item instead).
+  // Everything after write()'s stores is plain stores (the claim's end, the
+  // unlock), so the value's store misses drain while the caller goes on.
   template <class Fits, class Write>
-  CompressedRef rewriteInPlace(std::string_view key, uint64_t hash, Item*& item, Fits&& fits, Write&& write) {
+  CompressedRef rewriteInPlace(std::string_view key, uint64_t hash, Fits&& fits, Write&& write) {
     const uint64_t b = bucketOf(hash);
     std::lock_guard<SpinLock> g(lockFor(b));
-    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
-      Item* it = table_.item(CompressedRef(r));
+    for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
+      const CompressedRef ref(*link);
+      Item* it = table_.item(ref);
       if (it->hasKey(key)) {
-        const CompressedRef ref(r);
         if (durable(ref) || !fits(*it, ref) || !it->tryMarkExclusive()) return {};
-        write(*it);
+        write(*it, ref);
         it->endRewrite();
-        item = it;
+        toFront(b, link, it, ref);
         return ref;
       }
-      r = it->hashNext;
+      link = &it->hashNext;
     }
     return {};
   }
@@ -162,6 +165,16 @@ class AccessIndex {
     return stripes_[bucket & stripeMask_].lock;
   }
   bool durable(CompressedRef ref) const { return persistence_ && table_.persistent(ref); }
+  // Moves a found item (reached through *link, stripe lock held) to the
+  // head of its chain, so that a key used again is found with one item
+  // read: a hot key stops paying for the colder keys chained before it.
+  // Writes only when it is not the head already.
+  void toFront(uint64_t b, uint32_t* link, Item* it, CompressedRef ref) {
+    if (link == &buckets_[b]) return;
+    *link = it->hashNext;
+    it->hashNext = buckets_[b];
+    buckets_[b] = ref.raw();
+  }
   void commitIfDurable(Item* item, CompressedRef ref) {
     if (durable(ref)) persistence_->commit(item, ref);
   }

@@ -352,9 +352,8 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const Allocation
     deadlinesSeen_.store(true, std::memory_order_relaxed);
   }
   const LiveCheck live = liveCheck();
-  Item* item = nullptr;
   const CompressedRef ref = index_->rewriteInPlace(
-      key, hash, item,
+      key, hash,
       // Where the new item would go (same class, so same tier and pool), and
       // alive: a dead item's replace reports it expired.
       [&](const Item& it, CompressedRef r) {
@@ -364,19 +363,20 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const Allocation
         for (size_t off = 64; off < value.size() + 64; off += 64) __builtin_prefetch(it.valueData() + off - 64, 1);
         return true;
       },
-      [&](Item& it) {
+      // Under the claim: the locked instructions (sequence number, counter,
+      // the policy's access bit) come before the value's stores, so none
+      // waits for their misses to drain.
+      [&](Item& it, CompressedRef r) {
         it.setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
+        counted.add();
+        // A rewrite is a use of the key, as the policies' replace counts it.
+        table_->owner(r)->policy().recordAccess(r.raw());
         it.setValueSize(static_cast<uint32_t>(value.size()));
         it.setDeadline(expiry);
         it.flags = flags;
         std::memcpy(it.valueData(), value.data(), value.size());
       });
-  if (!ref) return false;
-  counted.add();
-  // A rewrite is a use of the key, as the policies' replace counts it.
-  table_->owner(ref)->policy().recordAccess(ref.raw());
-  release(item, ref);
-  return true;
+  return static_cast<bool>(ref);
 }
 
 bool Cache::remove(std::string_view key) {

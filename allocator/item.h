@@ -39,8 +39,8 @@
 //                it alone unlinks, frees or reuses the slot.
 //   rewriting  : kExclusive on a published item, taken by a replacing set
 //                that holds the item's stripe lock (so no reader can pin it)
-//                and rewrites value and metadata in the slot; it ends as
-//                that set's pin (endRewrite), never as a free.
+//                and rewrites value and metadata in the slot; it ends
+//                (endRewrite) published and unpinned, never as a free.
 //   moving     : a mover is copying the item to another tier. Readers may
 //                still pin it (a rewrite cannot claim it meanwhile); no
 //                one may claim it until the mover's finishMove(), which
@@ -184,14 +184,18 @@ class Item {
   }
 
   // Ends an in-place rewrite (the caller claimed the published item with
-  // tryMarkExclusive under its stripe lock and rewrote it): the claim
-  // becomes one reference, in one step, so the item is never unclaimed and
-  // unpinned in between (an evictor could take it before the caller's
-  // policy update).
+  // tryMarkExclusive under its stripe lock, rewrote it and did its policy
+  // update): the item is published and unpinned again. A plain release
+  // store, not a locked read-modify-write: while the claim lasts nobody
+  // else writes `state` (a pin needs the stripe lock the rewriter holds, a
+  // pin holder cannot exist since the claim needs refcount 0, and every
+  // other claim or move is a CAS that fails on kExclusive). So the store
+  // does not wait for the value's store misses to drain, and the caller's
+  // next operation starts while they do.
   void endRewrite() {
-    TC_DCHECK((state.load(std::memory_order_relaxed) & (kExclusive | kAccessible | kRefMask)) ==
-              (kExclusive | kAccessible));
-    state.fetch_sub(kExclusive - 1, std::memory_order_release);
+    const uint32_t s = state.load(std::memory_order_relaxed);
+    TC_DCHECK((s & (kExclusive | kAccessible | kRefMask)) == (kExclusive | kAccessible));
+    state.store(s & ~kExclusive, std::memory_order_release);
   }
 
   // Starts a move of a published item. Eviction (demotion) requires it

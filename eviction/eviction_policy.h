@@ -11,6 +11,8 @@
 //     must never block for long (CLOCK and S3-FIFO take no lock at all, one
 //     relaxed atomic on the hook; W-TinyLFU adds a lock-free sketch update;
 //     LRU moves an item at most once per refresh interval, with try_lock).
+//     It must never wait for a lock: an in-place rewrite calls it holding
+//     an index stripe lock (and the item's claim).
 //   - A ref is added at most once and removed at most once; remove() of a
 //     ref not in the list returns false (membership is the hook's kInList
 //     bit, changed only under the list lock).

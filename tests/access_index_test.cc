@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -174,6 +175,83 @@ TEST_F(AccessIndexTest, RemoveAtHeadMiddleAndTailOfAChain) {
   EXPECT_TRUE(index_->remove("r0", 3, owned).isNull());
   EXPECT_FALSE(owned);
   EXPECT_EQ(checkEntries(), 2u);
+}
+
+// The keys of one chain, head first (pinLive walks each chain in order).
+std::vector<std::string> chainOrder(AccessIndex& index) {
+  std::vector<std::pair<CompressedRef, Item*>> all;
+  index.pinLive(0, index.bucketCount(), LiveCheck{}, all);
+  std::vector<std::string> keys;
+  for (auto& [ref, it] : all) {
+    keys.emplace_back(it->key());
+    it->releaseRef();
+  }
+  return keys;
+}
+
+TEST_F(AccessIndexTest, AFoundKeyMovesToTheHeadOfItsChain) {
+  for (uint32_t i = 0; i < 4; ++i) publish(i, "m" + std::to_string(i), 2, "v" + std::to_string(i));
+  using V = std::vector<std::string>;
+  EXPECT_EQ(chainOrder(*index_), (V{"m3", "m2", "m1", "m0"}));  // chains grow at the head
+  EXPECT_EQ(lookup("m1", 2), "v1");
+  EXPECT_EQ(chainOrder(*index_), (V{"m1", "m3", "m2", "m0"})) << "a found key goes to the head";
+  EXPECT_EQ(lookup("m0", 2), "v0");  // the tail
+  EXPECT_EQ(chainOrder(*index_), (V{"m0", "m1", "m3", "m2"}));
+  EXPECT_EQ(lookup("m0", 2), "v0");  // already the head: nothing moves
+  EXPECT_EQ(chainOrder(*index_), (V{"m0", "m1", "m3", "m2"}));
+  EXPECT_EQ(lookup("m9", 2), "<absent>");  // a miss moves nothing
+  EXPECT_EQ(chainOrder(*index_), (V{"m0", "m1", "m3", "m2"}));
+  // A rewrite in place is a use of the key too.
+  EXPECT_TRUE(index_->rewriteInPlace(
+      "m2", 2, [](const Item&, CompressedRef) { return true; }, [](Item&, CompressedRef) {}));
+  EXPECT_EQ(chainOrder(*index_), (V{"m2", "m0", "m1", "m3"}));
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(lookup("m" + std::to_string(i), 2), "v" + std::to_string(i));
+  EXPECT_EQ(checkEntries(), 4u);
+}
+
+TEST_F(AccessIndexTest, RewriteInPlaceWritesUnderTheClaimAndLeavesTheItemUnpinned) {
+  const CompressedRef ref = publish(0, "w", 9, "old");
+  uint32_t during = 0;
+  const CompressedRef got = index_->rewriteInPlace(
+      "w", 9, [](const Item&, CompressedRef) { return true; },
+      [&](Item& it, CompressedRef r) {
+        EXPECT_EQ(r, ref);
+        during = it.state.load();
+        std::memcpy(it.valueData(), "new", 3);
+      });
+  EXPECT_EQ(got, ref);
+  EXPECT_EQ(during, kA | kX) << "written while claimed, so no evictor or mover takes it";
+  EXPECT_EQ(state(ref), kA) << "published and unpinned afterwards: nothing for the caller to release";
+  EXPECT_EQ(lookup("w", 9), "new");
+  // Not rewritten (and nothing changed) when the item is pinned, claimed or
+  // moving, refused by fits, or absent.
+  auto untouched = [&](const char* why) {
+    bool wrote = false;
+    EXPECT_TRUE(index_->rewriteInPlace("w", 9, [](const Item&, CompressedRef) { return true; },
+                                       [&](Item&, CompressedRef) { wrote = true; })
+                    .isNull())
+        << why;
+    EXPECT_FALSE(wrote) << why;
+  };
+  Item* pin = nullptr;
+  ASSERT_EQ(index_->acquire("w", 9, pin), ref);
+  untouched("pinned");
+  EXPECT_EQ(state(ref), kA | 1);
+  EXPECT_FALSE(pin->releaseRef());
+  ASSERT_TRUE(item(ref)->tryMarkMoving(false));
+  untouched("moving");
+  EXPECT_FALSE(item(ref)->finishMove());
+  ASSERT_TRUE(item(ref)->tryMarkExclusive());
+  untouched("claimed");
+  item(ref)->state.store(kA);  // the claimer lets go (test only)
+  EXPECT_TRUE(index_->rewriteInPlace("w", 9, [](const Item&, CompressedRef) { return false; },
+                                     [](Item&, CompressedRef) { ADD_FAILURE() << "refused by fits"; })
+                  .isNull());
+  EXPECT_TRUE(index_->rewriteInPlace("x", 9, [](const Item&, CompressedRef) { return true; },
+                                     [](Item&, CompressedRef) { ADD_FAILURE() << "absent"; })
+                  .isNull());
+  EXPECT_EQ(state(ref), kA);
+  EXPECT_EQ(lookup("w", 9), "new");
 }
 
 TEST_F(AccessIndexTest, RemoveWithPinOutParameterPinsBeforeUnpublishing) {
@@ -380,9 +458,16 @@ TEST_F(AccessIndexTest, ChurnOnOneCollidingChainFreesEverySlotOnce) {
           if (gone && owned) pool.give(gone.slot(10));
           continue;
         }
+        // Some replaces rewrite in place (no slot changes hands) while
+        // readers move the keys they find to the chain's head.
+        if (op % 5 == 1 && index_->rewriteInPlace(
+                               key, kHash, [](const Item& it, CompressedRef) { return it.valueSize() == 8; },
+                               [](Item& it, CompressedRef) { std::memcpy(it.valueData(), "rewrite!", 8); })) {
+          continue;
+        }
         uint32_t slot;
         if (!pool.take(slot)) continue;
-        const CompressedRef ref = make(slot, key, std::to_string(op));
+        const CompressedRef ref = make(slot, key, op % 2 ? std::string("rewrite!") : std::to_string(op));
         bool owned = false;
         const CompressedRef old = index_->insertOrReplace(ref, item(ref), kHash, owned);
         if (old && owned) pool.give(old.slot(10));
