@@ -123,6 +123,25 @@ TEST_F(AccessIndexTest, ForcedCollisionsAreToldApartByTheFullKey) {
   EXPECT_EQ(problems.find("not published"), std::string::npos) << problems;
 }
 
+TEST_F(AccessIndexTest, KeysOfEveryShortLengthDifferingInOneByteAreToldApart) {
+  // Keys of 8 to 16 bytes are compared as two overlapping words: a key
+  // that differs from a chained one in any single byte, or is one byte
+  // longer or shorter, is another key.
+  for (size_t len = 6; len <= 18; ++len) {
+    index_ = std::make_unique<AccessIndex>(2, 1, table_);
+    const std::string base(len, 'k');
+    publish(static_cast<uint32_t>(len), base, 1, "base");
+    for (size_t i = 0; i < len; ++i) {
+      std::string other = base;
+      other[i] = 'K';
+      EXPECT_EQ(lookup(other, 1), "<absent>") << len << " " << i;
+    }
+    EXPECT_EQ(lookup(base + "k", 1), "<absent>") << len;
+    EXPECT_EQ(lookup(base.substr(1), 1), "<absent>") << len;
+    EXPECT_EQ(lookup(base, 1), "base") << len;
+  }
+}
+
 TEST_F(AccessIndexTest, ReplaceOfUnpinnedItemHandsItToTheCaller) {
   const CompressedRef a1 = publish(0, "k", 7, "old");
   const CompressedRef a2 = make(1, "k", "new");
