@@ -2,9 +2,10 @@
 // path. Each of the first kCells threads to count owns one cache-line cell
 // (taken once per thread, for good) and adds to it with a plain load and
 // store: no locked instruction, which costs tens of nanoseconds when the
-// operation before it left misses in flight. Later threads share one more
-// cell and add to it atomically. A read sums the cells (monotonic, may lag
-// in-flight adds).
+// operation before it left misses in flight. Later threads (a process that
+// keeps starting threads) share kCells more cells, one picked per thread,
+// and add atomically. A read sums the cells (monotonic, may lag in-flight
+// adds).
 #pragma once
 
 #include <atomic>
@@ -38,16 +39,16 @@ class ShardedCounter {
   };
   // One index per thread for every counter: below kCells, a cell no other
   // thread ever writes (a cell is not handed on when its thread exits);
-  // kCells, the shared cell.
+  // from kCells on, a shared cell.
   static size_t cellIndex() {
     static std::atomic<size_t> next{0};
     thread_local const size_t idx = [] {
       const size_t n = next.fetch_add(1, std::memory_order_relaxed);
-      return n < kCells ? n : kCells;
+      return n < kCells ? n : kCells + n % kCells;
     }();
     return idx;
   }
-  Cell cells_[kCells + 1];
+  Cell cells_[2 * kCells];
 };
 
 }  // namespace tiercache

@@ -1,5 +1,5 @@
 // ShardedCounter: the first threads add to cells of their own without a
-// locked instruction, later ones to a shared cell atomically; no add may
+// locked instruction, later ones to shared cells atomically; no add may
 // be lost either way, and a reader sees the sum only grow.
 #include "allocator/sharded_counter.h"
 
@@ -13,8 +13,8 @@ namespace tiercache {
 namespace {
 
 TEST(ShardedCounterTest, MoreThreadsThanOwnCellsLoseNoAdd) {
-  // More threads than cells: some own a cell, the rest share one.
-  constexpr int kThreads = ShardedCounter::kCells + 8;
+  // More threads than own cells: some own a cell, the rest share cells.
+  constexpr int kThreads = 2 * ShardedCounter::kCells + 8;
   constexpr uint64_t kAdds = 20'000;
   ShardedCounter a, b;
   std::atomic<bool> done{false};
