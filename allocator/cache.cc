@@ -228,6 +228,10 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize,
 
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
+  // The caller will insert this key: its bucket starts loading now and
+  // arrives while the slot is taken and filled, where insertOrReplace
+  // (which hashes the key again) would wait for it.
+  index_->prefetchBucket(hashKey(key));
   return allocateIn(0, pool, key, valueSize);
 }
 
@@ -250,7 +254,7 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   }
   const uint32_t cid = static_cast<uint32_t>(found);
   AllocationClass& ac = a.cls(pool, cid);
-  ac.counters().alloc_attempts.fetch_add(1, std::memory_order_relaxed);
+  ac.countAttempt();
   // A class that evicted this key lately would have hit with one more slab.
   if (rebalancer_) rebalancer_->noteAllocation(pool, cid, SlabTable::stableKeyHash(key));
 
@@ -273,12 +277,14 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   if (!ref) return {};
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
-  ac.counters().alloc_success.fetch_add(1, std::memory_order_relaxed);
+  ac.countSuccess();
   return WriteHandle(this, item, ref);
 }
 
 WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
-  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocate(key, valueSize);
+  // allocateIn, not allocate(): a set hashes the key once and prefetches
+  // its bucket itself.
+  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocateIn(0, 0, key, valueSize);
   if (h) {
     h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
@@ -340,8 +346,20 @@ bool Cache::replaceInPlace(WriteHandle& h, uint64_t hash) {
                       counters_->insertsInPlace)) {
     return false;
   }
-  h.reset();  // the unpublished new slot goes back to its class
+  discardUnpublished(h);
   return true;
+}
+
+void Cache::discardUnpublished(WriteHandle& h) {
+  // The handle holds the item's only reference, and nothing else writes
+  // its state: it is in no index chain or list (find and the movers cannot
+  // reach it) and a slab release skips a slot with a reference. So the
+  // release needs no locked read-modify-write: the state word becomes that
+  // of an owned slot with a plain store and the slot goes back.
+  counters_->handlesClosed.add();
+  h.item_->state.store(Item::kExclusive, std::memory_order_relaxed);
+  freeOwned(h.ref_);
+  h.item_ = nullptr;
 }
 
 bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,

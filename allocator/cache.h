@@ -268,6 +268,8 @@ class Cache final : private ItemFate {
   // insertOrReplace's: the handle's item (unpublished, filled) is copied
   // over the old one in the same class, then released (its slot is freed).
   bool replaceInPlace(WriteHandle& h, uint64_t hash);
+  // Frees the slot of a handle that was never published (empties h).
+  void discardUnpublished(WriteHandle& h);
   // Values copied under a stripe lock are kept short: a longer one takes
   // the new-slot path, which copies outside every lock.
   static constexpr size_t kMaxInPlaceValue = 4096;

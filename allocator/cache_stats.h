@@ -22,11 +22,14 @@ namespace tiercache {
 // increments it. Names are snake_case; Prometheus adds the prefix
 // tiercache_[tier_|class_] and, for counters, the suffix _total.
 
-// Per (tier, pool, class), counted by the allocator and the movers
-// (ClassCounters), summed into their tier and the cache.
-#define TIERCACHE_CLASS_ROLLUP_COUNTERS(X)                                                \
+// Per (tier, pool, class), summed into their tier and the cache: counted
+// on every allocation (AllocationClass::countAttempt/countSuccess, in the
+// allocator's per-thread tally) and by the movers (ClassCounters).
+#define TIERCACHE_CLASS_ROLLUP_COUNTERS(X) TIERCACHE_CLASS_ALLOC_COUNTERS(X) TIERCACHE_CLASS_MOVE_COUNTERS(X)
+#define TIERCACHE_CLASS_ALLOC_COUNTERS(X)                                                  \
   X(alloc_attempts, "allocations tried")                                                   \
-  X(alloc_success, "allocations that got a slot")                                          \
+  X(alloc_success, "allocations that got a slot")
+#define TIERCACHE_CLASS_MOVE_COUNTERS(X)                                                   \
   X(evictions, "items evicted by an allocation that found no free slot (foreground)")     \
   X(background_evictions, "items evicted or demoted by the background evictors")          \
   X(demotions, "items moved down to the next tier")                                        \

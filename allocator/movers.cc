@@ -601,7 +601,7 @@ ClassUsage Movers::usage(size_t cls) const {
   u.canGrow = allocs_[ac.tier()]->mayGrow(ac.pool());
   // Slots taken since the last look (each class has one evictor, so one
   // writer of its mark).
-  const uint64_t allocated = ac.counters().alloc_success.load(std::memory_order_relaxed);
+  const uint64_t allocated = ac.allocSuccesses();
   std::atomic<uint64_t>& mark = consumedMark_[cls];
   u.consumed = static_cast<int64_t>(std::min<uint64_t>(allocated - mark.load(std::memory_order_relaxed), 1ull << 40));
   mark.store(allocated, std::memory_order_relaxed);

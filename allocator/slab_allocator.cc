@@ -44,14 +44,16 @@ SlabTable::SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs)
 }
 
 AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool, uint32_t id, uint32_t allocSize,
-                                 std::unique_ptr<EvictionPolicy> policy)
+                                 std::unique_ptr<EvictionPolicy> policy, ShardedTally& tally, size_t tallyAt)
     : table_(table),
       tier_(tier),
       pool_(pool),
       id_(id),
       allocSize_(allocSize),
       slotsPerSlab_(static_cast<uint32_t>(table.slabSize() / allocSize)),
-      policy_(std::move(policy)) {}
+      policy_(std::move(policy)),
+      tally_(tally),
+      tallyAt_(tallyAt) {}
 
 CompressedRef AllocationClass::popFree(bool* belowLow) {
   if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) {
@@ -437,6 +439,7 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes),
+      allocTally_(2 * pools.size() * classSizes.size()),
       records_(records) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
     SlabInfo& s = table_.slab(firstSlab_ + i);
@@ -464,7 +467,8 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
         slabCount_, std::max<uint32_t>(1, static_cast<uint32_t>(pools[p].share * slabCount_ + 1e-9)));
     for (uint32_t c = 0; c < classSizes_.size(); ++c) {
       pool->classes.push_back(std::make_unique<AllocationClass>(table_, tierIndex, p, c, classSizes_[c],
-                                                                makeEvictionPolicy(policy, table_)));
+                                                                makeEvictionPolicy(policy, table_), allocTally_,
+                                                                2 * (p * classSizes_.size() + c)));
     }
     pools_.push_back(std::move(pool));
   }

@@ -31,6 +31,7 @@
 #include "compressed_ref.h"
 #include "dcheck.h"
 #include "item.h"
+#include "sharded_counter.h"
 
 namespace tiercache {
 
@@ -82,18 +83,22 @@ class SlabTable final : public HookResolver {
 };
 
 // The live counters of a class (rows of the CLASS_*COUNTERS lists in
-// cache_stats.h); atomic, read by Cache::stats() from any thread.
+// cache_stats.h) but the allocation counts, which the allocator's tally
+// keeps (AllocationClass::countAttempt); atomic, read by Cache::stats()
+// from any thread.
 struct ClassCounters {
 #define TIERCACHE_ATOMIC_FIELD(name, help) std::atomic<uint64_t> name{0};
-  TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_ATOMIC_FIELD)
+  TIERCACHE_CLASS_MOVE_COUNTERS(TIERCACHE_ATOMIC_FIELD)
   TIERCACHE_CLASS_COUNTERS(TIERCACHE_ATOMIC_FIELD)
 #undef TIERCACHE_ATOMIC_FIELD
 };
 
 class AllocationClass {
  public:
+  // tally: the allocator's, where this class counts its allocations in
+  // counters tallyAt and tallyAt + 1.
   AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool, uint32_t id, uint32_t allocSize,
-                  std::unique_ptr<EvictionPolicy> policy);
+                  std::unique_ptr<EvictionPolicy> policy, ShardedTally& tally, size_t tallyAt);
 
   uint32_t tier() const { return tier_; }
   uint32_t pool() const { return pool_; }
@@ -104,6 +109,12 @@ class AllocationClass {
   const EvictionPolicy& policy() const { return *policy_; }
   ClassCounters& counters() { return counters_; }
   const ClassCounters& counters() const { return counters_; }
+  // Every allocation counts an attempt, and a success if it got a slot:
+  // per-thread cells, no locked instruction on the allocation path.
+  void countAttempt() { tally_.add(tallyAt_); }
+  void countSuccess() { tally_.add(tallyAt_ + 1); }
+  uint64_t allocAttempts() const { return tally_.load(tallyAt_); }
+  uint64_t allocSuccesses() const { return tally_.load(tallyAt_ + 1); }
 
   // A free or never-used slot, or null. The slot's Item is uninitialised
   // except for state, which is not kFreeSlot any more. With belowLow, also
@@ -208,6 +219,8 @@ class AllocationClass {
   const uint32_t tier_, pool_, id_, allocSize_, slotsPerSlab_;
   std::unique_ptr<EvictionPolicy> policy_;
   ClassCounters counters_;
+  ShardedTally& tally_;
+  const size_t tallyAt_;
   std::atomic<uint32_t> lastRebalanceCheck_{0};
   double lowWatermark_ = 0;
   std::atomic<uint32_t> slabsHint_{0};  // slabs_.size(), written under lock_
@@ -258,6 +271,7 @@ class SlabAllocator {
   size_t poolCount() const { return pools_.size(); }
   size_t classCount() const { return classSizes_.size(); }
   const std::vector<uint32_t>& classSizes() const { return classSizes_; }
+  size_t allocTallyBytes() const { return allocTally_.bytes(); }
   uint32_t poolQuota(uint32_t pool) const { return pools_[pool]->quota; }
   uint32_t poolSlabs(uint32_t pool) const { return pools_[pool]->owned.load(std::memory_order_relaxed); }
   // The pool may still take an unassigned slab of this tier.
@@ -321,6 +335,8 @@ class SlabAllocator {
   static constexpr size_t kClassGranule = 8;
   static constexpr size_t kClassTableBytes = 16384;
   std::vector<uint16_t> classOfGranule_;
+  // Every class's allocation counts (AllocationClass::countAttempt).
+  ShardedTally allocTally_;
   std::vector<std::unique_ptr<Pool>> pools_;
 
   PoolRecords* records_ = nullptr;  // non-null: record slab ownership durably

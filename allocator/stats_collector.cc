@@ -54,6 +54,7 @@ CacheStats StatsCollector::collect() const {
     const SlabAllocator& a = *p_.allocs[t];
     TierStats ts;
     ts.tier = t;
+    s.metadata_bytes += a.allocTallyBytes();
     ts.name = a.tier().name();
     ts.kind = tierKindName(a.tier().kind());
     ts.configured_bytes = p_.config.tiers[t].size;
@@ -77,9 +78,11 @@ CacheStats StatsCollector::collect() const {
         cs.items = ac.policy().size();
         cs.free_slots = ac.freeSlots();
 #define TIERCACHE_LOAD(name, help) cs.name = ac.counters().name.load(std::memory_order_relaxed);
-        TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_LOAD)
+        TIERCACHE_CLASS_MOVE_COUNTERS(TIERCACHE_LOAD)
         TIERCACHE_CLASS_COUNTERS(TIERCACHE_LOAD)
 #undef TIERCACHE_LOAD
+        cs.alloc_attempts = ac.allocAttempts();
+        cs.alloc_success = ac.allocSuccesses();
         cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
         if (p_.rebalancer) cs.marginal_hits = p_.rebalancer->ghostHits(t, p, k);
         slots += cs.slabs * ac.slotsPerSlab();

@@ -204,7 +204,9 @@ TEST_P(CacheTest, InsertOrReplaceRewritesTheOldItemAndFreesTheNewSlot) {
   WriteHandle w = cache.allocate("k", v2.size(), std::chrono::seconds(100), 3);
   ASSERT_TRUE(w);
   std::memcpy(w.data(), v2.data(), v2.size());
+  const CompressedRef newSlot = w.ref();
   EXPECT_TRUE(cache.insertOrReplace(std::move(w)));
+  EXPECT_FALSE(w) << "the handle was consumed";
   const CacheStats s = cache.stats();
   EXPECT_EQ(s.replaces_in_place, 1u);
   // One set (the first), two inserts, one of them a replace: the in-place
@@ -219,6 +221,17 @@ TEST_P(CacheTest, InsertOrReplaceRewritesTheOldItemAndFreesTheNewSlot) {
   EXPECT_EQ(h.flags(), 3u);
   EXPECT_TRUE(h.expiresAt().has_value());
   h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+  // The freed slot is an ordinary free slot again: the class hands it to
+  // the next allocation, which fills and publishes it like any other.
+  const std::string v3 = makeValue("k2", 3, 300);
+  WriteHandle again = cache.allocate("k2", v3.size());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.ref().raw(), newSlot.raw());
+  std::memcpy(again.data(), v3.data(), v3.size());
+  EXPECT_FALSE(cache.insertOrReplace(std::move(again)));
+  EXPECT_EQ(cache.get("k2"), v3);
+  EXPECT_EQ(cache.get("k"), v2);
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
