@@ -196,7 +196,7 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   const uint32_t tier = table_->tierOf(ref);
   counters_->tierHits[tier]->add();
   AllocationClass& owner = *table_->owner(ref);
-  owner.policy().recordAccess(ref.raw());
+  owner.policy().recordAccess(ref.raw(), item->hook);
   if (tier > 0) {
     // Would a tier above have kept it with one more slab? (marginal-hits)
     if (rebalancer_) rebalancer_->noteLowerTierHit(tier, owner.pool(), owner.id(), SlabTable::stableKeyHash(key));
@@ -342,27 +342,27 @@ bool Cache::setInPlace(std::string_view key, std::string_view value, Ttl ttl, ui
 bool Cache::replaceInPlace(WriteHandle& h, uint64_t hash) {
   const Item& src = *h.item();
   if (!inPlaceSets_ || src.valueSize() > kMaxInPlaceValue || table_->persistent(h.ref())) return false;
-  if (!rewriteInPlace(src.key(), hash, *table_->owner(h.ref()), src.value(), src.expiry, src.flags,
-                      counters_->insertsInPlace)) {
+  AllocationClass& cls = *table_->owner(h.ref());
+  if (!rewriteInPlace(src.key(), hash, cls, src.value(), src.expiry, src.flags, counters_->insertsInPlace)) {
     return false;
   }
-  discardUnpublished(h);
+  discardUnpublished(h, cls);
   return true;
 }
 
-void Cache::discardUnpublished(WriteHandle& h) {
+void Cache::discardUnpublished(WriteHandle& h, AllocationClass& cls) {
   // The handle holds the item's only reference, and nothing else writes
   // its state: it is in no index chain or list (find and the movers cannot
   // reach it) and a slab release skips a slot with a reference. So the
   // release needs no locked read-modify-write: the state word becomes that
-  // of an owned slot with a plain store and the slot goes back.
+  // of an owned slot (pushFree stores it) and the slot goes back. Never
+  // listed, it has no policy entry to leave.
   counters_->handlesClosed.add();
-  h.item_->state.store(Item::kExclusive, std::memory_order_relaxed);
-  freeOwned(h.ref_);
+  cls.pushFree(h.ref_);
   h.item_ = nullptr;
 }
 
-bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
+bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, AllocationClass& target, std::string_view value,
                            uint32_t expiry, uint32_t flags, ShardedCounter& counted) {
   // As publish does: the reads that test deadlines must know of one before
   // an item with it is visible.
@@ -387,8 +387,9 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, const Allocation
       [&](Item& it, CompressedRef r) {
         it.setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
         counted.add();
-        // A rewrite is a use of the key, as the policies' replace counts it.
-        table_->owner(r)->policy().recordAccess(r.raw());
+        // A rewrite is a use of the key, as the policies' replace counts it
+        // (fits() saw the item in target).
+        target.policy().recordAccess(r.raw(), it.hook);
         it.setValueSize(static_cast<uint32_t>(value.size()));
         it.setDeadline(expiry);
         it.flags = flags;

@@ -261,15 +261,16 @@ class Cache final : private ItemFate {
   // same tier and pool) and nobody pins or moves it
   // (AccessIndex::rewriteInPlace); bumps `counted` (CacheCounters::
   // setsInPlace or insertsInPlace). False: not done, nothing changed.
-  bool rewriteInPlace(std::string_view key, uint64_t hash, const AllocationClass& target, std::string_view value,
+  bool rewriteInPlace(std::string_view key, uint64_t hash, AllocationClass& target, std::string_view value,
                       uint32_t expiry, uint32_t flags, ShardedCounter& counted);
   // set's: the target is the class of the new size in tier 0, default pool.
   bool setInPlace(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags, uint64_t hash);
   // insertOrReplace's: the handle's item (unpublished, filled) is copied
   // over the old one in the same class, then released (its slot is freed).
   bool replaceInPlace(WriteHandle& h, uint64_t hash);
-  // Frees the slot of a handle that was never published (empties h).
-  void discardUnpublished(WriteHandle& h);
+  // Frees the slot of a handle that was never published (empties h); cls
+  // is its class.
+  void discardUnpublished(WriteHandle& h, AllocationClass& cls);
   // Values copied under a stripe lock are kept short: a longer one takes
   // the new-slot path, which copies outside every lock.
   static constexpr size_t kMaxInPlaceValue = 4096;

@@ -37,12 +37,10 @@ class ShardedCounter {
   // One index per thread for every counter: below kCells, a cell no other
   // thread ever writes (a cell is not handed on when its thread exits);
   // from kCells on, a shared cell.
+  // Constant-initialised, so reading it takes no guard test.
   static size_t cellIndex() {
-    static std::atomic<size_t> next{0};
-    thread_local const size_t idx = [] {
-      const size_t n = next.fetch_add(1, std::memory_order_relaxed);
-      return n < kCells ? n : kCells + n % kCells;
-    }();
+    thread_local size_t idx = kUnassigned;
+    if (idx == kUnassigned) [[unlikely]] idx = assignCell();
     return idx;
   }
   static void addToCell(std::atomic<uint64_t>& v, size_t cell, uint64_t n) {
@@ -54,6 +52,12 @@ class ShardedCounter {
   }
 
  private:
+  static constexpr size_t kUnassigned = ~size_t{0};
+  [[gnu::noinline]] static size_t assignCell() {
+    static std::atomic<size_t> next{0};
+    const size_t n = next.fetch_add(1, std::memory_order_relaxed);
+    return n < kCells ? n : kCells + n % kCells;
+  }
   struct alignas(64) Cell {
     std::atomic<uint64_t> v{0};
   };

@@ -62,8 +62,8 @@ bool ClockPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
-void ClockPolicy::recordAccess(uint32_t ref) {
-  std::atomic<uint32_t>& meta = r_.hook(ref).meta;
+void ClockPolicy::recordAccess(uint32_t /*ref*/, EvictionHook& hook) {
+  std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   // Only members carry the bit: a removed item's hook must stay zero.
   if ((m & EvictionHook::kInList) && !(m & EvictionHook::kAccessed)) {

@@ -26,7 +26,8 @@ class ClockPolicy final : public EvictionPolicy {
   bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   // The new item keeps the old one's place, accessed (as a hit).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
+  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "clock"; }

@@ -146,7 +146,11 @@ class EvictionPolicy {
   // would; when oldRef was not a member, newRef is added as add() would.
   // Every policy here keeps the place; the default is addAndRemove.
   virtual bool replace(uint32_t newRef, uint32_t oldRef) { return addAndRemove(newRef, oldRef); }
+  // A hit on ref (a find, a rewrite in place). The second form takes ref's
+  // hook from a caller that has the item at hand, so the policy does not
+  // resolve it again (a hot path: every find and every set in place).
   virtual void recordAccess(uint32_t ref) = 0;
+  virtual void recordAccess(uint32_t ref, EvictionHook& hook) = 0;
   // Offers candidates, coldest first, to visitor; a kTake'n ref is unlinked
   // before the lock is released. Stops after `want` takes, `maxScan`
   // candidates or a kStop. Returns the number taken.

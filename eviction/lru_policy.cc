@@ -86,8 +86,7 @@ bool LruPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void LruPolicy::recordAccess(uint32_t ref) {
-  EvictionHook& h = r_.hook(ref);
+void LruPolicy::recordAccess(uint32_t ref, EvictionHook& h) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
   const uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.

@@ -42,7 +42,8 @@ class LruPolicy final : public EvictionPolicy {
   // The new item keeps the old one's place and move time, moved to the head
   // only as a hit would be (after the refresh interval).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
+  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "lru"; }

@@ -146,8 +146,8 @@ bool S3FifoPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void S3FifoPolicy::recordAccess(uint32_t ref) {
-  std::atomic<uint32_t>& meta = r_.hook(ref).meta;
+void S3FifoPolicy::recordAccess(uint32_t /*ref*/, EvictionHook& hook) {
+  std::atomic<uint32_t>& meta = hook.meta;
   uint32_t m = meta.load(std::memory_order_relaxed);
   // One attempt: a lost race loses one count, which the policy tolerates.
   // Non-members keep a zero hook (the CAS fails if a remove intervened).

@@ -81,7 +81,8 @@ class S3FifoPolicy final : public EvictionPolicy {
   // The new item keeps the old one's queue and place, its frequency one up
   // (as a hit); the ghost is not consulted (the key never left).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
+  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "s3fifo"; }

@@ -123,8 +123,8 @@ bool WTinyLfuPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void WTinyLfuPolicy::recordAccess(uint32_t ref) {
-  std::atomic<uint32_t>& meta = r_.hook(ref).meta;
+void WTinyLfuPolicy::recordAccess(uint32_t ref, EvictionHook& hook) {
+  std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   if (!(m & EvictionHook::kInList)) return;
   // One sketch increment per item per pass: a hit on an item whose bit is

@@ -51,7 +51,8 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   // The new item keeps the old one's segment and place, accessed (a hit's
   // second chance and sketch count); no window overflow, no growth.
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override;
+  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
+  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "wtinylfu"; }
