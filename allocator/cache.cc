@@ -231,16 +231,17 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   // The caller will insert this key: its bucket starts loading now and
   // arrives while the slot is taken and filled, where insertOrReplace
   // (which hashes the key again) would wait for it.
-  index_->prefetchBucket(hashKey(key));
-  return allocateIn(0, pool, key, valueSize);
+  const uint64_t hash = hashKey(key);
+  index_->prefetchBucket(hash);
+  return allocateIn(0, pool, key, valueSize, hash);
 }
 
-WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize) {
+WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize, uint64_t hash) {
   const int pt = persistence_->firstPersistentTier();
-  return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize, pt >= 0);
+  return allocateIn(pt < 0 ? 0 : static_cast<uint32_t>(pt), 0, key, valueSize, hash, pt >= 0);
 }
 
-WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize,
+WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize, uint64_t hash,
                               bool persistentOnly) {
   if (key.size() > kMaxKeySize || valueSize > Item::kMaxValueSize) {
     counters_->alloc_too_large.add();
@@ -254,7 +255,6 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   }
   const uint32_t cid = static_cast<uint32_t>(found);
   AllocationClass& ac = a.cls(pool, cid);
-  ac.countAttempt();
   // A class that evicted this key lately would have hit with one more slab.
   if (rebalancer_) rebalancer_->noteAllocation(pool, cid, SlabTable::stableKeyHash(key));
 
@@ -274,17 +274,21 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   for (size_t t = tier + 1; !ref && t < allocs_.size() && maySpillBelow(tier); ++t) {
     ref = movers_->obtainSlot(static_cast<uint32_t>(t), pool, cid);
   }
-  if (!ref) return {};
+  if (!ref) {
+    ac.countFailure();
+    return {};
+  }
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.countSuccess();
-  return WriteHandle(this, item, ref);
+  return WriteHandle(this, item, ref, hash);
 }
 
-WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags) {
-  // allocateIn, not allocate(): a set hashes the key once and prefetches
+WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags, uint64_t hash) {
+  // allocateIn, not allocate(): a set has hashed the key and prefetches
   // its bucket itself.
-  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize) : allocateIn(0, 0, key, valueSize);
+  WriteHandle h = config_.persistence.durable_sets ? allocateDurable(key, valueSize, hash)
+                                                   : allocateIn(0, 0, key, valueSize, hash);
   if (h) {
     h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
@@ -295,7 +299,7 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
 WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Ttl ttl, uint32_t flags,
                                 uint64_t hash) {
   counters_->sets.add();
-  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags, hash);
   if (!h) {
     counters_->set_failures.add();
     return h;
@@ -314,7 +318,7 @@ bool Cache::maySpillBelow(uint32_t tier) const {
 bool Cache::insertOrReplace(WriteHandle&& handle) {
   if (!handle) throw std::invalid_argument("insertOrReplace: empty handle");
   if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
-  const uint64_t hash = hashKey(handle.item()->key());
+  const uint64_t hash = handle.hash_;
   if (replaceInPlace(handle, hash)) return true;
   return publishHashed(std::move(handle), InsertCondition{}, true, hash).existed;
 }

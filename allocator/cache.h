@@ -251,7 +251,7 @@ class Cache final : private ItemFate {
   ReadHandle findHashed(std::string_view key, uint64_t hash);
   // The slot the copying API (set, add, CAS, touch) writes: durable_sets
   // picks the first persistent tier.
-  WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags);
+  WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags, uint64_t hash);
   // set and add: counts the set, allocates (counting a failure) and copies
   // the value in; empty when there was no room. Prefetches the chain head
   // of hash (the key's index hash; the caller prefetched its bucket).
@@ -279,10 +279,11 @@ class Cache final : private ItemFate {
   // acknowledged value), and a remove callback (it reads the old value).
   bool inPlaceSets_ = false;
   // durable_sets: a slot in the first persistent tier (default pool).
-  WriteHandle allocateDurable(std::string_view key, size_t valueSize);
+  WriteHandle allocateDurable(std::string_view key, size_t valueSize, uint64_t hash);
   // A new item in (tier, pool): the class that fits, then obtainSlot.
-  // persistentOnly (durable sets): never in a volatile tier.
-  WriteHandle allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize,
+  // hash: hashKey(key). persistentOnly (durable sets): never in a volatile
+  // tier.
+  WriteHandle allocateIn(uint32_t tier, PoolId pool, std::string_view key, size_t valueSize, uint64_t hash,
                          bool persistentOnly = false);
   // Frees an item the caller owns exclusively (see Item): out of its
   // eviction list, onto its class's free list.

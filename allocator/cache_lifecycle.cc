@@ -81,7 +81,7 @@ void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
 
 InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced) {
   if (!handle) throw std::invalid_argument("insert: empty handle");
-  return publishHashed(std::move(handle), cond, notifyReplaced, hashKey(handle.item()->key()));
+  return publishHashed(std::move(handle), cond, notifyReplaced, handle.hash_);
 }
 
 InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced,
@@ -181,7 +181,7 @@ CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {
 
 CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::string_view value, Ttl ttl,
                                 uint32_t flags) {
-  WriteHandle h = allocateForSet(key, value.size(), ttl, flags);
+  WriteHandle h = allocateForSet(key, value.size(), ttl, flags, hashKey(key));
   if (!h) {
     // Tell "absent" from "no room", as a server must.
     ReadHandle cur = peek(key);
@@ -202,7 +202,7 @@ bool Cache::touch(std::string_view key, Ttl ttl) {
     ReadHandle cur = peek(key);
     if (!cur) return false;
     const auto pool = static_cast<PoolId>(table_->owner(cur.ref())->pool());
-    WriteHandle w = config_.persistence.durable_sets ? allocateDurable(key, cur.value().size())
+    WriteHandle w = config_.persistence.durable_sets ? allocateDurable(key, cur.value().size(), hashKey(key))
                                                      : allocate(pool, key, cur.value().size());
     if (!w) return false;
     std::memcpy(w.data(), cur.value().data(), cur.value().size());

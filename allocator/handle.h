@@ -90,7 +90,11 @@ class WriteHandle : public ReadHandle {
 
  private:
   friend class Cache;
-  WriteHandle(Cache* cache, Item* item, CompressedRef ref) : ReadHandle(cache, item, ref) {}
+  WriteHandle(Cache* cache, Item* item, CompressedRef ref, uint64_t hash)
+      : ReadHandle(cache, item, ref), hash_(hash) {}
+  // The key's hash, taken when the slot was (the key cannot change): the
+  // insert does not hash it again.
+  uint64_t hash_ = 0;
 };
 
 }  // namespace tiercache

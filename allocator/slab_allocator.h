@@ -84,7 +84,7 @@ class SlabTable final : public HookResolver {
 
 // The live counters of a class (rows of the CLASS_*COUNTERS lists in
 // cache_stats.h) but the allocation counts, which the allocator's tally
-// keeps (AllocationClass::countAttempt); atomic, read by Cache::stats()
+// keeps (AllocationClass::countSuccess); atomic, read by Cache::stats()
 // from any thread.
 struct ClassCounters {
 #define TIERCACHE_ATOMIC_FIELD(name, help) std::atomic<uint64_t> name{0};
@@ -109,12 +109,19 @@ class AllocationClass {
   const EvictionPolicy& policy() const { return *policy_; }
   ClassCounters& counters() { return counters_; }
   const ClassCounters& counters() const { return counters_; }
-  // Every allocation counts an attempt, and a success if it got a slot:
-  // per-thread cells, no locked instruction on the allocation path.
-  void countAttempt() { tally_.add(tallyAt_); }
-  void countSuccess() { tally_.add(tallyAt_ + 1); }
-  uint64_t allocAttempts() const { return tally_.load(tallyAt_); }
-  uint64_t allocSuccesses() const { return tally_.load(tallyAt_ + 1); }
+  // Every allocation counts once, as a success or a failure (attempts are
+  // their sum): per-thread cells, no locked instruction, one add.
+  void countSuccess() { tally_.add(tallyAt_); }
+  void countFailure() { tally_.add(tallyAt_ + 1); }
+  uint64_t allocSuccesses() const { return tally_.load(tallyAt_); }
+  struct AllocCounts {
+    uint64_t attempts, successes;
+  };
+  // Both from one read of each counter, so successes <= attempts.
+  AllocCounts allocCounts() const {
+    const uint64_t ok = allocSuccesses();
+    return {ok + tally_.load(tallyAt_ + 1), ok};
+  }
 
   // A free or never-used slot, or null. The slot's Item is uninitialised
   // except for state, which is not kFreeSlot any more. With belowLow, also
@@ -335,7 +342,7 @@ class SlabAllocator {
   static constexpr size_t kClassGranule = 8;
   static constexpr size_t kClassTableBytes = 16384;
   std::vector<uint16_t> classOfGranule_;
-  // Every class's allocation counts (AllocationClass::countAttempt).
+  // Every class's allocation counts (AllocationClass::countSuccess).
   ShardedTally allocTally_;
   std::vector<std::unique_ptr<Pool>> pools_;
 

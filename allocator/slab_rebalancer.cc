@@ -142,8 +142,7 @@ size_t SlabRebalancer::runPool(uint32_t tier, uint32_t pool, size_t budget) {
     const uint64_t pressure = k.evictions.load(std::memory_order_relaxed) +
                               k.background_evictions.load(std::memory_order_relaxed) +
                               k.slow_allocs.load(std::memory_order_relaxed);
-    const uint64_t attempts = ac.allocAttempts();
-    const uint64_t success = ac.allocSuccesses();
+    const auto [attempts, success] = ac.allocCounts();
     s.score = s.score * kDecay + static_cast<double>(hits - s.hitsMark);
     s.floor *= kFloorDecay;
     View view{c, s.score, std::max(s.score, s.floor), pressure != s.pressureMark, false, ac.slabCount(), ac.freeSlots(), attempts - s.attemptsMark};

@@ -81,8 +81,9 @@ CacheStats StatsCollector::collect() const {
         TIERCACHE_CLASS_MOVE_COUNTERS(TIERCACHE_LOAD)
         TIERCACHE_CLASS_COUNTERS(TIERCACHE_LOAD)
 #undef TIERCACHE_LOAD
-        cs.alloc_attempts = ac.allocAttempts();
-        cs.alloc_success = ac.allocSuccesses();
+        const AllocationClass::AllocCounts allocs = ac.allocCounts();
+        cs.alloc_attempts = allocs.attempts;
+        cs.alloc_success = allocs.successes;
         cs.eviction_age_ms = ac.policy().evictionAges().medianMs();
         if (p_.rebalancer) cs.marginal_hits = p_.rebalancer->ghostHits(t, p, k);
         slots += cs.slabs * ac.slotsPerSlab();

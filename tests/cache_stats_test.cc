@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "allocator/cache.h"
 #include "test_util.h"
@@ -150,6 +151,31 @@ TEST(CounterTable, SinceSubtractsCountersAndKeepsGauges) {
   uint64_t attempts = 0;
   for (const ClassStats& c : d.classes) attempts += c.alloc_attempts;
   EXPECT_EQ(attempts, 1u);
+}
+
+// Attempts are successes plus failures: an allocation that finds every
+// slot of its class pinned (one tier, no slab left, nothing evictable) is
+// an attempt and not a success, and every allocation before it was both.
+TEST(CounterTable, AFailedAllocationIsAnAttemptWithoutASuccess) {
+  CacheConfig c = CacheConfig::dram(4ull << 20);
+  c.slab_size = 1ull << 20;
+  Cache cache(c);
+  const std::string value(1000, 'v');
+  std::vector<ReadHandle> pins;
+  uint64_t stored = 0;
+  for (; stored < 100'000; ++stored) {
+    const std::string key = "pinned:" + std::to_string(stored);
+    if (!cache.set(key, value)) break;
+    pins.push_back(cache.find(key));
+    ASSERT_TRUE(pins.back());
+  }
+  ASSERT_LT(stored, 100'000u) << "the cache never filled";
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.set_failures, 1u);
+  EXPECT_EQ(s.alloc_success, stored);
+  EXPECT_EQ(s.alloc_attempts, stored + 1);
+  pins.clear();
+  EXPECT_EQ(cache.checkConsistency(), "");
 }
 
 }  // namespace
