@@ -229,8 +229,8 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize,
 WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize) {
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
   // The caller will insert this key: its bucket starts loading now and
-  // arrives while the slot is taken and filled, where insertOrReplace
-  // (which hashes the key again) would wait for it.
+  // arrives while the slot is taken and filled (the handle keeps the hash
+  // for the insert).
   const uint64_t hash = hashKey(key);
   index_->prefetchBucket(hash);
   return allocateIn(0, pool, key, valueSize, hash);

@@ -24,7 +24,8 @@ namespace tiercache {
 
 // Per (tier, pool, class), summed into their tier and the cache: counted
 // on every allocation (AllocationClass::countSuccess/countFailure, in the
-// allocator's per-thread tally; attempts are their sum) and by the movers (ClassCounters).
+// allocator's per-thread tally; attempts are their sum) and by the movers
+// (ClassCounters).
 #define TIERCACHE_CLASS_ROLLUP_COUNTERS(X) TIERCACHE_CLASS_ALLOC_COUNTERS(X) TIERCACHE_CLASS_MOVE_COUNTERS(X)
 #define TIERCACHE_CLASS_ALLOC_COUNTERS(X)                                                  \
   X(alloc_attempts, "allocations tried")                                                   \
