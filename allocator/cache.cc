@@ -233,7 +233,12 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   // for the insert).
   const uint64_t hash = hashKey(key);
   index_->prefetchBucket(hash);
-  return allocateIn(0, pool, key, valueSize, hash);
+  WriteHandle h = allocateIn(0, pool, key, valueSize, hash);
+  // As a set does (filledForSet): the bucket is in by now, so the item it
+  // points to, the one the insert compares and rewrites, loads while the
+  // caller fills the value.
+  if (h) index_->prefetchChainHead(hash);
+  return h;
 }
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize, uint64_t hash) {

@@ -62,7 +62,7 @@ bool ClockPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
-void ClockPolicy::recordAccess(uint32_t /*ref*/, EvictionHook& hook) {
+void ClockPolicy::onAccess(uint32_t /*ref*/, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   // Only members carry the bit: a removed item's hook must stay zero.

@@ -17,7 +17,7 @@ namespace tiercache {
 
 class ClockPolicy final : public EvictionPolicy {
  public:
-  explicit ClockPolicy(const HookResolver& resolver) : r_(resolver), list_(resolver) {}
+  explicit ClockPolicy(const HookResolver& resolver) : EvictionPolicy(resolver), list_(resolver) {}
 
   void add(uint32_t ref) override;
   void addBatch(const uint32_t* refs, size_t n) override;
@@ -26,16 +26,14 @@ class ClockPolicy final : public EvictionPolicy {
   bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
   // The new item keeps the old one's place, accessed (as a hit).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
-  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "clock"; }
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
 
  private:
+  void onAccess(uint32_t ref, EvictionHook& hook) override;
   bool removeLocked(uint32_t ref);  // lock_ held
-  const HookResolver& r_;
   mutable AdaptiveMutex lock_;
   IntrusiveList list_;
 };

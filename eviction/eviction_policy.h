@@ -115,6 +115,7 @@ class EvictionPolicy {
  public:
   static constexpr uint32_t kNullRef = 0xFFFFFFFFu;
 
+  explicit EvictionPolicy(const HookResolver& resolver) : r_(resolver) {}
   virtual ~EvictionPolicy() = default;
 
   // The new item becomes a member (it must not be one).
@@ -149,8 +150,8 @@ class EvictionPolicy {
   // A hit on ref (a find, a rewrite in place). The second form takes ref's
   // hook from a caller that has the item at hand, so the policy does not
   // resolve it again (a hot path: every find and every set in place).
-  virtual void recordAccess(uint32_t ref) = 0;
-  virtual void recordAccess(uint32_t ref, EvictionHook& hook) = 0;
+  void recordAccess(uint32_t ref) { onAccess(ref, r_.hook(ref)); }
+  void recordAccess(uint32_t ref, EvictionHook& hook) { onAccess(ref, hook); }
   // Offers candidates, coldest first, to visitor; a kTake'n ref is unlinked
   // before the lock is released. Stops after `want` takes, `maxScan`
   // candidates or a kStop. Returns the number taken.
@@ -170,12 +171,15 @@ class EvictionPolicy {
   void setEvictionObserver(EvictionObserver* observer) { observer_ = observer; }
 
  protected:
+  // The policy's part of recordAccess; hook is ref's.
+  virtual void onAccess(uint32_t ref, EvictionHook& hook) = 0;
   // Every policy calls this for each item it gives up, under its list lock.
   void noteTaken(uint32_t ref, uint32_t ageMs) {
     ages_.record(ageMs);
     if (observer_) observer_->evicted(ref);
   }
 
+  const HookResolver& r_;  // the cache's: hooks and key hashes of refs
   EvictionAgeHistogram ages_;
   EvictionObserver* observer_ = nullptr;
 };

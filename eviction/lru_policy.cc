@@ -7,7 +7,7 @@ uint32_t stamp(uint32_t flags) { return flags | (coarseNowMs() & EvictionHook::k
 }  // namespace
 
 LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint32_t refreshMs, double refreshRatio)
-    : r_(resolver),
+    : EvictionPolicy(resolver),
       insertionPoint_(insertionPoint),
       refreshMs_(refreshMs),
       refreshRatio_(refreshRatio),
@@ -86,7 +86,7 @@ bool LruPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void LruPolicy::recordAccess(uint32_t ref, EvictionHook& h) {
+void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
   const uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.

@@ -42,21 +42,19 @@ class LruPolicy final : public EvictionPolicy {
   // The new item keeps the old one's place and move time, moved to the head
   // only as a hit would be (after the refresh interval).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
-  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "lru"; }
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
 
  private:
+  void onAccess(uint32_t ref, EvictionHook& hook) override;
   void rebalanceLocked();
   void addLocked(uint32_t ref);
   bool removeLocked(uint32_t ref);
   void noteEvictionAge(uint32_t idleMs);
   IntrusiveList& listOf(uint32_t meta) { return (meta & EvictionHook::kHot) ? hot_ : cold_; }
 
-  const HookResolver& r_;
   const uint32_t insertionPoint_;
   const uint32_t refreshMs_;
   const double refreshRatio_;

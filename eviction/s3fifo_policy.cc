@@ -83,7 +83,10 @@ uint32_t nowStamp() { return coarseNowMs() & S3FifoPolicy::kTimeMask; }
 }  // namespace
 
 S3FifoPolicy::S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent)
-    : r_(resolver), smallPercent_(std::clamp<uint32_t>(smallPercent, 1, 90)), small_(resolver), main_(resolver) {}
+    : EvictionPolicy(resolver),
+      smallPercent_(std::clamp<uint32_t>(smallPercent, 1, 90)),
+      small_(resolver),
+      main_(resolver) {}
 
 void S3FifoPolicy::add(uint32_t ref) {
   // Hashed outside the list lock: the ghost lookup needs it.
@@ -146,7 +149,7 @@ bool S3FifoPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void S3FifoPolicy::recordAccess(uint32_t /*ref*/, EvictionHook& hook) {
+void S3FifoPolicy::onAccess(uint32_t /*ref*/, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   uint32_t m = meta.load(std::memory_order_relaxed);
   // One attempt: a lost race loses one count, which the policy tolerates.

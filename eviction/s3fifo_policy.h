@@ -81,8 +81,6 @@ class S3FifoPolicy final : public EvictionPolicy {
   // The new item keeps the old one's queue and place, its frequency one up
   // (as a hit); the ghost is not consulted (the key never left).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
-  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "s3fifo"; }
@@ -93,9 +91,9 @@ class S3FifoPolicy final : public EvictionPolicy {
   size_t mainSize() const;
 
  private:
+  void onAccess(uint32_t ref, EvictionHook& hook) override;
   bool removeLocked(uint32_t ref);  // lock_ held
   void addLocked(uint32_t ref, uint64_t hash);  // lock_ held; hash: keyHash(ref)
-  const HookResolver& r_;
   const uint32_t smallPercent_;
   mutable AdaptiveMutex lock_;
   IntrusiveList small_;

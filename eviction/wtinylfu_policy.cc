@@ -17,7 +17,7 @@ uint32_t nowStamp() { return coarseNowMs() & WTinyLfuPolicy::kTimeMask; }
 }  // namespace
 
 WTinyLfuPolicy::WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent)
-    : r_(resolver),
+    : EvictionPolicy(resolver),
       windowPercent_(std::clamp<uint32_t>(windowPercent, 1, 90)),
       window_(resolver),
       probation_(resolver),
@@ -123,7 +123,7 @@ bool WTinyLfuPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void WTinyLfuPolicy::recordAccess(uint32_t ref, EvictionHook& hook) {
+void WTinyLfuPolicy::onAccess(uint32_t ref, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   if (!(m & EvictionHook::kInList)) return;

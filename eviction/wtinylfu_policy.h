@@ -51,8 +51,6 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   // The new item keeps the old one's segment and place, accessed (a hit's
   // second chance and sketch count); no window overflow, no growth.
   bool replace(uint32_t newRef, uint32_t oldRef) override;
-  void recordAccess(uint32_t ref) override { recordAccess(ref, r_.hook(ref)); }
-  void recordAccess(uint32_t ref, EvictionHook& hook) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "wtinylfu"; }
@@ -64,6 +62,7 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   size_t windowSize() const;
 
  private:
+  void onAccess(uint32_t ref, EvictionHook& hook) override;
   bool removeLocked(uint32_t ref);  // lock_ held
   void addLocked(uint32_t ref);     // lock_ held; the sketch already counted it
   IntrusiveList& listOf(uint32_t meta);
@@ -72,7 +71,6 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   // Main's victim after second chances (probation first), or kNullRef.
   uint32_t mainVictimLocked(size_t& moves);
 
-  const HookResolver& r_;
   const uint32_t windowPercent_;
   mutable AdaptiveMutex lock_;
   IntrusiveList window_;
