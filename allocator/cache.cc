@@ -366,6 +366,7 @@ void Cache::discardUnpublished(WriteHandle& h, AllocationClass& cls) {
   // release needs no locked read-modify-write: the state word becomes that
   // of an owned slot (pushFree stores it) and the slot goes back. Never
   // listed, it has no policy entry to leave.
+  TC_DCHECK(h.item_->state.load(std::memory_order_relaxed) == 1);  // one reference, unpublished
   counters_->handlesClosed.add();
   cls.pushFree(h.ref_);
   h.item_ = nullptr;
@@ -489,6 +490,10 @@ void ReadHandle::reset() {
     cache_->release(item_, ref_);
     item_ = nullptr;
   }
+}
+
+void WriteHandle::discard() {
+  if (item_) cache_->discardUnpublished(*this, *cache_->table_->owner(ref_));
 }
 
 char* WriteHandle::data() const { return item_->valueData(); }

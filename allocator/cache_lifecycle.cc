@@ -104,8 +104,11 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
   const InsertOutcome out = index_->insertIf(ref, item, hash, cond);
   if (!out.stored) {
     counters_->conditional_failures.add();
-    return out;  // h releases the unpublished item, which frees it
+    return out;  // h discards the unpublished item
   }
+  // Published: other threads may pin the item from here on, so the handle's
+  // reference ends as a reader's does (release's CAS), not as a discard.
+  const ReadHandle published(std::move(h));
   counters_->inserts.add();
   if (out.old && out.existed) counters_->replaces.add();
   AllocationClass* ac = table_->owner(ref);

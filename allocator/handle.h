@@ -79,7 +79,17 @@ class WriteHandle : public ReadHandle {
  public:
   WriteHandle() = default;
   WriteHandle(WriteHandle&&) noexcept = default;
-  WriteHandle& operator=(WriteHandle&&) noexcept = default;
+  WriteHandle& operator=(WriteHandle&& o) noexcept {
+    if (this != &o) {
+      discard();
+      ReadHandle::operator=(std::move(o));
+      hash_ = o.hash_;
+    }
+    return *this;
+  }
+  ~WriteHandle() { discard(); }
+  // Returns the slot now, uninserted (the destructor does it otherwise).
+  void reset() { discard(); }
 
   // The value bytes (size() of them), writable until inserted.
   char* data() const;
@@ -92,6 +102,10 @@ class WriteHandle : public ReadHandle {
   friend class Cache;
   WriteHandle(Cache* cache, Item* item, CompressedRef ref, uint64_t hash)
       : ReadHandle(cache, item, ref), hash_(hash) {}
+  // A handle that still holds its item never inserted it (an insert takes
+  // the handle), so it holds the item's only reference: the slot goes back
+  // without the release's compare-and-swap (Cache::discardUnpublished).
+  void discard();
   // The key's hash, taken when the slot was (the key cannot change): the
   // insert does not hash it again.
   uint64_t hash_ = 0;

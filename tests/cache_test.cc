@@ -128,6 +128,52 @@ TEST_P(CacheTest, DroppedWriteHandleReturnsItsSlot) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+// Every way a WriteHandle ends without publishing its item gives the slot
+// back (a discard, without the release's CAS): the destructor, reset(), a
+// move-assignment over it and an add that loses. The handle that did
+// publish ends as a reader's pin, so a reader's handle keeps the item.
+TEST_P(CacheTest, EveryUninsertedWriteHandleGivesItsSlotBack) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("taken", "first"));
+  auto freeSlots = [&] {
+    uint64_t n = 0;
+    for (const ClassStats& c : cache.stats().classes) n += c.free_slots;
+    return n;
+  };
+  auto round = [&] {
+    { WriteHandle w = cache.allocate("d", 200); ASSERT_TRUE(w); }
+    WriteHandle r = cache.allocate("r", 200);
+    ASSERT_TRUE(r);
+    r.reset();
+    EXPECT_FALSE(r);
+    WriteHandle a = cache.allocate("a", 300);
+    ASSERT_TRUE(a);
+    a = cache.allocate("b", 300);  // a's first slot goes back
+    ASSERT_TRUE(a);
+    a = WriteHandle();
+    WriteHandle add = cache.allocate("taken", 5);
+    ASSERT_TRUE(add);
+    std::memcpy(add.data(), "other", 5);
+    EXPECT_FALSE(cache.insert(std::move(add))) << "the key is there: the add loses and drops its slot";
+  };
+  round();  // gives each class it uses its slab
+  const uint64_t before = freeSlots();
+  for (int i = 0; i < 50; ++i) round();
+  EXPECT_EQ(freeSlots(), before);
+  EXPECT_EQ(cache.get("taken"), "first");
+  for (const char* k : {"d", "r", "a", "b"}) EXPECT_FALSE(cache.find(k)) << k;
+
+  WriteHandle w = cache.allocate("pub", 4);
+  std::memcpy(w.data(), "four", 4);
+  ASSERT_TRUE(cache.insert(std::move(w)));
+  ReadHandle h = cache.find("pub");
+  ASSERT_TRUE(cache.remove("pub"));
+  EXPECT_EQ(h.value(), "four") << "the publishing handle's end did not free a pinned item";
+  h.reset();
+  EXPECT_EQ(freeSlots(), before);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST_P(CacheTest, HandleOutlivesRemove) {
   Cache cache(config());
   ASSERT_TRUE(cache.set("k", "pinned value"));
