@@ -263,8 +263,11 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   // A class that evicted this key lately would have hit with one more slab.
   if (rebalancer_) rebalancer_->noteAllocation(pool, cid, SlabTable::stableKeyHash(key));
 
-  CompressedRef ref;
-  if (!config_.demotion.enabled) {
+  // The slot a replace or a dropped handle just gave back, if any: no lock,
+  // and a class that was given a slot is not running dry (nothing for the
+  // movers to be told). It is in `tier`, which is persistent when it must be.
+  CompressedRef ref = ac.popSpare();
+  if (!ref && !config_.demotion.enabled) {
     // Without demotion, lower tiers fill only by falling through to the
     // first one with room (insert to the first free tier).
     // A durable set falls through to persistent tiers only: a volatile slot

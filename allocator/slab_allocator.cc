@@ -56,13 +56,10 @@ AllocationClass::AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool,
       tallyAt_(tallyAt) {}
 
 CompressedRef AllocationClass::popFree(bool* belowLow) {
-  if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) {
-    const uint32_t r = spare_.exchange(CompressedRef::kNull, std::memory_order_acquire);
-    if (r != CompressedRef::kNull) {
-      // A class that was just given a slot back is not running dry.
-      if (belowLow) *belowLow = false;
-      return CompressedRef(r);
-    }
+  if (const CompressedRef spare = popSpare()) {
+    // A class that was just given a slot back is not running dry.
+    if (belowLow) *belowLow = false;
+    return spare;
   }
   std::lock_guard<ClassMutex> g(lock_);
   const CompressedRef ref = popFreeLocked();

@@ -137,6 +137,11 @@ class AllocationClass {
   // Only the lock-free half of pushFree: true if the spare slot was empty
   // and now holds ref (an item already out of the eviction list).
   bool pushSpare(CompressedRef ref);
+  // Only the lock-free half of popFree: the spare slot, or null.
+  CompressedRef popSpare() {
+    if (spare_.load(std::memory_order_relaxed) == CompressedRef::kNull) return CompressedRef();
+    return CompressedRef(spare_.exchange(CompressedRef::kNull, std::memory_order_acquire));
+  }
   // Returns n exclusively owned slots (no longer in the eviction list) to
   // the free list in one lock hold: at its head (taken first: the caller's
   // cache still holds them), or with atTail at its end, for slots another
