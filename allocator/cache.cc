@@ -233,12 +233,7 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   // for the insert).
   const uint64_t hash = hashKey(key);
   index_->prefetchBucket(hash);
-  WriteHandle h = allocateIn(0, pool, key, valueSize, hash);
-  // As a set does (filledForSet): the bucket is in by now, so the item it
-  // points to, the one the insert compares and rewrites, loads while the
-  // caller fills the value.
-  if (h) index_->prefetchChainHead(hash);
-  return h;
+  return allocateIn(0, pool, key, valueSize, hash);
 }
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize, uint64_t hash) {
@@ -289,6 +284,11 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.countSuccess();
+  // Every allocation is followed by an insert of its key, and every caller
+  // started loading the key's bucket first (or has it in cache): it is in
+  // by now, so the item it points to, the one the insert compares and
+  // rewrites or unlinks, loads while the caller fills the value.
+  index_->prefetchChainHead(hash);
   return WriteHandle(this, item, ref, hash);
 }
 
@@ -312,10 +312,7 @@ WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Tt
     counters_->set_failures.add();
     return h;
   }
-  // By now the bucket is in: start loading the item it points to, the one
-  // a replace compares and unlinks, while the value is copied.
-  index_->prefetchChainHead(hash);
-  std::memcpy(h.data(), value.data(), value.size());
+  std::memcpy(h.data(), value.data(), value.size());  // the chain head loads meanwhile (allocateIn)
   return h;
 }
 
