@@ -481,7 +481,8 @@ int commandCompare(const Args& a, std::ostream& out, std::ostream& err, bool ter
       {"CPU us/op", column(0, &Figures::cpu_us_per_op), column(1, &Figures::cpu_us_per_op), false},
   };
   const std::pair<const char*, LatencySummary Figures::*> ops[] = {{"get", &Figures::get}, {"set", &Figures::set}};
-  const std::pair<const char*, double LatencySummary::*> qs[] = {{"p50", &LatencySummary::p50_us},
+  const std::pair<const char*, double LatencySummary::*> qs[] = {{"mean", &LatencySummary::mean_us},
+                                                                 {"p50", &LatencySummary::p50_us},
                                                                  {"p90", &LatencySummary::p90_us},
                                                                  {"p99", &LatencySummary::p99_us},
                                                                  {"p99.9", &LatencySummary::p999_us},

@@ -29,6 +29,7 @@ uint64_t LatencyHistogram::percentile(double q) const {
 LatencySummary summarize(const LatencyHistogram& h) {
   LatencySummary s;
   s.count = h.count();
+  s.mean_us = h.mean() / 1e3;
   s.p50_us = static_cast<double>(h.percentile(0.50)) / 1e3;
   s.p90_us = static_cast<double>(h.percentile(0.90)) / 1e3;
   s.p99_us = static_cast<double>(h.percentile(0.99)) / 1e3;

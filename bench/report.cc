@@ -34,13 +34,13 @@ std::string opLine(const char* name, uint64_t count, uint64_t success, double se
 
 std::string latencyLine(const char* name, const LatencyHistogram& h) {
   const LatencySummary l = summarize(h);
-  return sformat("%-10s: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.1f  (%s ops)\n", name, l.p50_us, l.p90_us,
-                 l.p99_us, l.p999_us, l.max_us, withCommas(l.count).c_str());
+  return sformat("%-10s: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.1f  (%s ops)\n", name, l.mean_us,
+                 l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us, withCommas(l.count).c_str());
 }
 
 json latencyJson(const LatencyHistogram& h) {
   const LatencySummary l = summarize(h);
-  return json{{"count", l.count}, {"p50", l.p50_us},   {"p90", l.p90_us},
+  return json{{"count", l.count}, {"mean", l.mean_us}, {"p50", l.p50_us},   {"p90", l.p90_us},
               {"p99", l.p99_us},  {"p999", l.p999_us}, {"max", l.max_us}};
 }
 

@@ -58,6 +58,19 @@ TEST(LatencyHistogram, MergingPerThreadHistogramsEqualsOneHistogram) {
   const LatencySummary s = summarize(a);
   EXPECT_EQ(s.count, a.count());
   EXPECT_DOUBLE_EQ(s.max_us, static_cast<double>(a.max()) / 1e3);
+  EXPECT_DOUBLE_EQ(a.mean(), all.mean());
+}
+
+TEST(LatencyHistogram, MeanIsExactAndCountsTheTail) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.mean(), 0.0) << "empty";
+  // 99 fast operations and one slow one: the percentiles below p99 do not
+  // see it, the mean (what throughput follows) does.
+  for (int i = 0; i < 99; ++i) h.record(1000);
+  h.record(1001000);
+  EXPECT_DOUBLE_EQ(h.mean(), 11000.0);
+  EXPECT_LE(h.percentile(0.99), 1100u);
+  EXPECT_DOUBLE_EQ(summarize(h).mean_us, 11.0);
 }
 
 }  // namespace
