@@ -3,6 +3,11 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 
 namespace tiercache {
 
@@ -23,6 +28,30 @@ void* mapHugeAnonymous(size_t size) {
   // Advice only: where THP is off this is a no-op and 4 KiB pages are used.
   madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
   return reinterpret_cast<void*>(aligned);
+}
+
+uint64_t hugeMappedBytes(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  char head[32];
+  std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(start)));
+  const size_t headLen = std::strlen(head);
+  bool inside = false;
+  uint64_t kib = 0;
+  for (std::string line; std::getline(smaps, line);) {
+    // A block starts with "start-end perms ...": the only lines whose first
+    // field holds a '-' after hex digits.
+    const bool blockStart = !line.empty() && line.find(':') > line.find(' ');
+    if (blockStart) {
+      if (inside) break;
+      inside = line.compare(0, headLen, head) == 0;
+      continue;
+    }
+    if (!inside) continue;
+    for (const char* field : {"AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:"}) {
+      if (line.rfind(field, 0) == 0) kib += std::strtoull(line.c_str() + std::strlen(field), nullptr, 10);
+    }
+  }
+  return kib << 10;
 }
 
 }  // namespace tiercache

@@ -5,10 +5,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tiercache {
 
 // Returns nullptr on failure (errno set by mmap).
 void* mapHugeAnonymous(size_t size);
+
+// Bytes of the mapping that starts at `start` mapped with huge (PMD) pages
+// now, as /proc/self/smaps counts them (anonymous, shmem or file). Pages
+// are counted once touched. 0 when the mapping is not found or smaps
+// cannot be read.
+uint64_t hugeMappedBytes(const void* start);
 
 }  // namespace tiercache

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@
 #include "tiers/dram_tier.h"
 #include "tiers/memory_tier.h"
 #include "tiers/pmem_file_tier.h"
+#include "common/huge_mapping.h"
 #include "fs_test_util.h"
 
 namespace tiercache {
@@ -192,6 +194,64 @@ INSTANTIATE_TEST_SUITE_P(TierTmpfsAndDisk, TierPmemFile, ::testing::Values("/dev
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param) == "/dev/shm" ? std::string("tmpfs") : std::string("disk");
                          });
+
+// A private tmpfs mounted with `options` on a fresh directory, unmounted at
+// scope exit; mounted() is false where this process may not mount (not root).
+class TmpfsMount {
+ public:
+  explicit TmpfsMount(const std::string& options) : dir_("/tmp", "tiercache-tmpfs") {
+    mounted_ = ::mount("tmpfs", dir_.path().c_str(), "tmpfs", 0, options.c_str()) == 0;
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  bool mounted_ = false;
+};
+
+// The system-wide override of every tmpfs mount's huge= option, if any.
+std::string shmemHugeOverride() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (all.find("[force]") != std::string::npos) return "force";
+  if (all.find("[deny]") != std::string::npos) return "deny";
+  return "";
+}
+
+TEST(TierPmemFile, TmpfsWithHugePagesMapsTheTierWithThem) {
+  TmpfsMount fs("size=64m,huge=within_size");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (not root?)";
+  if (shmemHugeOverride() == "deny") GTEST_SKIP() << "shmem_enabled is deny: no tmpfs gets huge pages";
+  WarningCapture capture;
+  PmemFileTier tier("pm", fs.path(), 32 * kMiB);
+  EXPECT_TRUE(tier.hugePages());
+  EXPECT_NE(tier.describe().find("(tmpfs, 2 MiB pages, volatile)"), std::string::npos) << tier.describe();
+  EXPECT_TRUE(capture.warnings.empty()) << capture.warnings.front();
+  // Every page the cache touches is huge, not only the first.
+  for (uint64_t off = 0; off < tier.size(); off += 4096) tier.base()[off] = std::byte{1};
+  EXPECT_EQ(hugeMappedBytes(tier.base()), tier.size());
+}
+
+TEST(TierPmemFile, TmpfsWithoutHugePagesWarnsWithTheRemedy) {
+  TmpfsMount fs("size=64m,huge=never");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (not root?)";
+  if (shmemHugeOverride() == "force") GTEST_SKIP() << "shmem_enabled is force: every tmpfs gets huge pages";
+  WarningCapture capture;
+  PmemFileTier tier("pm", fs.path(), 32 * kMiB);
+  EXPECT_FALSE(tier.hugePages());
+  EXPECT_NE(tier.describe().find("(tmpfs, 4 KiB pages, volatile)"), std::string::npos) << tier.describe();
+  ASSERT_EQ(capture.warnings.size(), 1u);
+  EXPECT_NE(capture.warnings[0].find("tier 'pm': " + fs.path() + " is tmpfs without huge pages"), std::string::npos)
+      << capture.warnings[0];
+  EXPECT_NE(capture.warnings[0].find("huge=within_size"), std::string::npos) << capture.warnings[0];
+  // Once per directory: a second tier there does not repeat it.
+  PmemFileTier second("pm2", fs.path(), 16 * kMiB);
+  EXPECT_EQ(capture.warnings.size(), 1u);
+}
 
 TEST(TierPmemFile, UnwritableDirectoryIsRefused) {
   // Root passes access() everywhere, but nobody can create a file in /proc:

@@ -2,6 +2,8 @@
 #include "../config/sizes.h"
 
 #include "file_system.h"
+#include "../common/huge_mapping.h"
+#include "../common/log.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,6 +15,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace tiercache {
 
@@ -30,6 +34,15 @@ int createUnlinked(const std::string& dir) {
   if (fd < 0) return -1;
   ::unlink(tmpl.c_str());
   return fd;
+}
+
+// True the first time a directory is seen in this process: one warning
+// per directory, not one per tier or test.
+bool firstTimeFor(const std::string& dir) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> g(mu);
+  return seen.insert(dir).second;
 }
 
 }  // namespace
@@ -86,6 +99,21 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
   void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) fail("mmap of " + formatSizeApprox(size_) + " from '" + directory_ + "' failed: " + std::strerror(errno));
   base_ = static_cast<std::byte*>(p);
+  // A cache reads its tier at random: on 4 KiB pages nearly every access
+  // also misses the TLB, which under a hypervisor's nested paging costs
+  // microseconds at the tail (docs/benchmarks.md). tmpfs (huge=always or
+  // within_size) and DAX file systems back an aligned mapping with 2 MiB
+  // pages; the advice covers tmpfs mounted huge=advise for pages faulted
+  // later. One read maps the first page, so smaps can tell which we got.
+  ::madvise(base_, size_, MADV_HUGEPAGE);
+  (void)*static_cast<volatile const std::byte*>(p);
+  hugePages_ = hugeMappedBytes(base_) > 0;
+  if (!hugePages_ && fsType_ == "tmpfs" && firstTimeFor(directory_)) {
+    logWarning("tier '" + name_ + "': " + directory_ +
+               " is tmpfs without huge pages, so the tier is mapped with 4 KiB pages and misses the TLB "
+               "on most accesses; remount it with huge=within_size (mount -o remount,huge=within_size "
+               "<its mount point>; scripts/setup.sh does this for /dev/shm)");
+  }
 }
 
 PmemFileTier::~PmemFileTier() {
@@ -104,8 +132,8 @@ uint64_t PmemFileTier::allocatedBytes() const {
 }
 
 std::string PmemFileTier::describe() const {
-  return "pmem-file, " + formatSizeApprox(size_) + ", unlinked file in " + directory_ + " (" + fsType_ +
-         ", volatile)";
+  return "pmem-file, " + formatSizeApprox(size_) + ", unlinked file in " + directory_ + " (" + fsType_ + ", " +
+         (hugePages_ ? "2 MiB pages" : "4 KiB pages") + ", volatile)";
 }
 
 }  // namespace tiercache

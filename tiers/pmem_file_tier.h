@@ -7,7 +7,8 @@
 // (O_TMPFILE, or mkstemp + unlink where the file system lacks it), so
 // nothing is left behind even after kill -9, and fully allocated up front
 // with posix_fallocate so a full file system is an error at open, never a
-// SIGBUS on first touch. mappedBytes() == file size == size().
+// SIGBUS on first touch. mappedBytes() == file size == size(). The mapping
+// is advised for huge pages, and reports whether it got them.
 //
 // Why not memkind's PMEM kind: memkind_create_pmem() runs a jemalloc heap
 // on its file; one allocation of the whole heap size fails (in a 64 MiB
@@ -47,6 +48,10 @@ class PmemFileTier final : public MemoryTier {
   // The file system type of the directory: "tmpfs", "ext4", "xfs", ... or a
   // hex magic number; "dax" is not detectable from here (see docs/tiers.md).
   const std::string& fsType() const { return fsType_; }
+  // Whether the mapping got huge (2 MiB) pages: tmpfs mounted with
+  // huge=always or within_size, or a DAX file system. A tmpfs tier on
+  // 4 KiB pages logs a warning, once per directory (the remedy is a remount).
+  bool hugePages() const { return hugePages_; }
 
  private:
   std::string name_;
@@ -55,6 +60,7 @@ class PmemFileTier final : public MemoryTier {
   int fd_ = -1;
   std::byte* base_ = nullptr;
   std::string fsType_;
+  bool hugePages_ = false;
 };
 
 }  // namespace tiercache
