@@ -5,9 +5,13 @@
 #   2. 1 application thread   (configs/seed-bg-off-1t.json vs seed-bg-on-1t.json)
 #   3. the default config     (configs/default-bg-off.json vs default.json)
 # and prints one compare table per pair (throughput, hit ratio, tier-0 share
-# of hits, CPU per operation, get/set latency percentiles).
+# of hits, CPU per operation, get/set latency percentiles). One more pair
+# says how much there was to gain:
+#   4. ceiling: the 1-thread seed with background eviction on (A) vs one
+#      DRAM tier holding every key, never evicting (configs/seed-dram-1t.json,
+#      B): a cache whose foreground pays nothing for eviction is at most B.
 #
-# usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t default (all by default)
+# usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t default ceiling (all by default)
 # TIERCACHE_BUILD_DIR: the build directory holding tools/tiercache-bench
 # (default: build; built there with scripts/build.sh when missing).
 # Run it on a quiet machine: every figure is a ratio of two sides measured
@@ -20,7 +24,7 @@ build_dir="${TIERCACHE_BUILD_DIR:-build}"
 runs="${1:-5}"
 shift || true
 pairs=("$@")
-[[ ${#pairs[@]} -gt 0 ]] || pairs=(2t 1t default)
+[[ ${#pairs[@]} -gt 0 ]] || pairs=(2t 1t default ceiling)
 
 bench="$build_dir/tools/tiercache-bench"
 if [[ ! -x "$bench" ]]; then
@@ -33,9 +37,12 @@ for pair in "${pairs[@]}"; do
     2t) a=configs/seed-bg-off.json; b=configs/seed-bg-on.json; title="seed experiment, 2 application threads" ;;
     1t) a=configs/seed-bg-off-1t.json; b=configs/seed-bg-on-1t.json; title="seed experiment, 1 application thread" ;;
     default) a=configs/default-bg-off.json; b=configs/default.json; title="default config" ;;
-    *) echo "unknown pair '$pair' (expected 2t, 1t or default)" >&2; exit 2 ;;
+    ceiling) a=configs/seed-bg-on-1t.json; b=configs/seed-dram-1t.json
+             title="ceiling, 1 application thread: background eviction on (A) vs all keys in DRAM, no eviction (B)" ;;
+    *) echo "unknown pair '$pair' (expected 2t, 1t, default or ceiling)" >&2; exit 2 ;;
   esac
-  echo "== $title: background eviction off (A) vs on (B), $runs runs each =="
+  [[ $pair == ceiling ]] || title="$title: background eviction off (A) vs on (B)"
+  echo "== $title, $runs runs each =="
   echo "\$ tiercache-bench compare $a $b -n $runs"
   "$bench" compare "$a" "$b" -n "$runs" --no-progress
   echo

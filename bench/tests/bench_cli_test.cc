@@ -157,6 +157,27 @@ TEST(BenchConfigsTest, DefaultIsTieredAndDramIsNot) {
   EXPECT_EQ(k.tiers[1].kind, TierKind::kDaxKmem);
 }
 
+// The seed experiment's ceiling (scripts/seed-experiment.sh): the 1-thread
+// seed workload, unchanged, on one DRAM tier at least as large as the
+// seed's two tiers together, so that nothing is evicted or demoted.
+TEST(BenchConfigsTest, SeedCeilingIsTheSeedWorkloadOnOneDramTier) {
+  const std::string dir = std::string(TIERCACHE_SOURCE_DIR) + "/configs/";
+  auto parse = [](const std::string& path) {
+    std::ifstream f(path);
+    return nlohmann::json::parse(f);
+  };
+  const nlohmann::json seed = parse(dir + "seed-bg-off-1t.json");
+  const nlohmann::json ceiling = parse(dir + "seed-dram-1t.json");
+  EXPECT_EQ(ceiling["workload"], seed["workload"]);
+  const CacheConfig s = CacheConfig::fromJsonFile(dir + "seed-bg-off-1t.json");
+  const CacheConfig c = CacheConfig::fromJsonFile(dir + "seed-dram-1t.json");
+  ASSERT_EQ(c.tiers.size(), 1u);
+  EXPECT_EQ(c.tiers[0].kind, TierKind::kDram);
+  EXPECT_GE(c.tiers[0].size, s.tiers[0].size + s.tiers[1].size);
+  EXPECT_FALSE(c.background_eviction.enabled);
+  EXPECT_EQ(c.eviction.policy, s.eviction.policy);
+}
+
 // Without a KMEM DAX node the kmem-dax config is refused before any work,
 // with a message that says so; on a host with one it runs.
 TEST(BenchConfigsTest, KmemDaxRefusedClearlyWithoutTheNode) {
