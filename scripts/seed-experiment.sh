@@ -10,6 +10,8 @@
 #   4. ceiling: the 1-thread seed with background eviction on (A) vs one
 #      DRAM tier holding every key, never evicting (configs/seed-dram-1t.json,
 #      B): a cache whose foreground pays nothing for eviction is at most B.
+#      B's LRU refreshes every 40 ms, about what the seed's adaptive interval
+#      settles at (0.1 x eviction ages); without evictions it would stay exact.
 #
 # usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t default ceiling (all by default)
 # TIERCACHE_BUILD_DIR: the build directory holding tools/tiercache-bench
