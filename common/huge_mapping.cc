@@ -38,8 +38,9 @@ uint64_t hugeMappedBytes(const void* start) {
   bool inside = false;
   uint64_t kib = 0;
   for (std::string line; std::getline(smaps, line);) {
-    // A block starts with "start-end perms ...": the only lines whose first
-    // field holds a '-' after hex digits.
+    // A block starts with "start-end perms offset dev inode path", whose
+    // first ':' (in dev) comes after a space; a field line ("Size: ...")
+    // has its ':' before any space.
     const bool blockStart = !line.empty() && line.find(':') > line.find(' ');
     if (blockStart) {
       if (inside) break;

@@ -103,8 +103,9 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
   // also misses the TLB, which under a hypervisor's nested paging costs
   // microseconds at the tail (docs/benchmarks.md). tmpfs (huge=always or
   // within_size) and DAX file systems back an aligned mapping with 2 MiB
-  // pages; the advice covers tmpfs mounted huge=advise for pages faulted
-  // later. One read maps the first page, so smaps can tell which we got.
+  // pages. The fallocate above chose tmpfs's page size already; the advice
+  // lets khugepaged collapse a huge=advise mount's pages later. One read
+  // maps the first page, so smaps can tell which we got.
   ::madvise(base_, size_, MADV_HUGEPAGE);
   (void)*static_cast<volatile const std::byte*>(p);
   hugePages_ = hugeMappedBytes(base_) > 0;
