@@ -591,6 +591,9 @@ ClassUsage Movers::usage(size_t cls) const {
   // the last tier's too: replaced items there are only freed here or by an
   // allocation that finds no free slot).
   ac.drainDeferred();
+  // And applies the hits the class's policy buffered (LRU's pending moves),
+  // so that they are this thread's work, not the application's.
+  ac.policy().applyPendingAccesses();
   ClassUsage u;
   // The last tier of several only drops: keeping it partly empty would cost
   // hit ratio and buy nothing, since demotions into it evict as they go (in

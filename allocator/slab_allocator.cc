@@ -323,6 +323,11 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
     victim = slab;
   }
   if (victim == CompressedRef::kNull) return CompressedRef::kNull;
+  // Every slot of the victim is free or claimed by us, so no hit on its
+  // items is in flight: the hits the policy buffered (refs into this slab
+  // among them) are applied now, while the refs still mean this class's
+  // slots (eviction_policy.h, applyPendingAccesses).
+  policy_->applyPendingAccesses();
   for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
 
   // Drop the victim's free slots from the free list and stop carving it.

@@ -10,7 +10,8 @@
 //   - recordAccess is the hit path: it may skip work under contention and
 //     must never block for long (CLOCK and S3-FIFO take no lock at all, one
 //     relaxed atomic on the hook; W-TinyLFU adds a lock-free sketch update;
-//     LRU moves an item at most once per refresh interval, with try_lock).
+//     LRU queues a move at most once per refresh interval, and applies the
+//     queue itself only with try_lock when it is full).
 //     It must never wait for a lock: an in-place rewrite calls it holding
 //     an index stripe lock (and the item's claim).
 //   - A ref is added at most once and removed at most once; remove() of a
@@ -156,6 +157,10 @@ class EvictionPolicy {
   // before the lock is released. Stops after `want` takes, `maxScan`
   // candidates or a kStop. Returns the number taken.
   virtual size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) = 0;
+  // Applies hits the policy buffered instead of taking its lock on the hit
+  // path (LRU's pending moves); the background evictor calls it on each
+  // look at the class, so those moves are its work, not the application's.
+  virtual void applyPendingAccesses() {}
   virtual size_t size() const = 0;
   virtual const char* name() const = 0;
   // Walks the list under the lock (for consistency checks): calls fn on

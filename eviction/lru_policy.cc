@@ -1,5 +1,7 @@
 #include "lru_policy.h"
 
+#include <thread>
+
 namespace tiercache {
 
 namespace {
@@ -13,10 +15,14 @@ LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint
       refreshRatio_(refreshRatio),
       interval_(refreshRatio > 0 ? 0 : refreshMs),  // adaptive: exact LRU until the first eviction
       hot_(resolver),
-      cold_(resolver) {}
+      cold_(resolver),
+      pending_(std::make_unique<std::atomic<uint32_t>[]>(kPending)) {
+  for (uint32_t i = 0; i < kPending; ++i) pending_[i].store(kNullRef, std::memory_order_relaxed);
+}
 
 void LruPolicy::add(uint32_t ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  if (interval_.load(std::memory_order_relaxed) == 0) applyPendingLocked();
   addLocked(ref);
 }
 
@@ -34,27 +40,32 @@ void LruPolicy::addLocked(uint32_t ref) {
 
 void LruPolicy::addBatch(const uint32_t* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  if (interval_.load(std::memory_order_relaxed) == 0) applyPendingLocked();
   for (size_t i = 0; i < n; ++i) addLocked(refs[i]);
 }
 
 bool LruPolicy::remove(uint32_t ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
   return removeLocked(ref);
 }
 
 void LruPolicy::removeBatch(const uint32_t* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
 bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
   addLocked(newRef);
   return removeLocked(oldRef);
 }
 
 bool LruPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
   EvictionHook& o = r_.hook(oldRef);
   const uint32_t meta = o.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) {
@@ -88,15 +99,69 @@ bool LruPolicy::removeLocked(uint32_t ref) {
 
 void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
-  const uint32_t seen = h.meta.load(std::memory_order_relaxed);
+  uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.
   if (((now - seen) & EvictionHook::kTimeMask) < interval_.load(std::memory_order_relaxed)) return;
+  if (!(seen & EvictionHook::kInList)) return;
+  // Claim this refresh: with the time moved, the hits that follow within the
+  // interval stop above. A changed hook (moved, removed) means no claim.
+  if (!h.meta.compare_exchange_strong(seen, (seen & ~EvictionHook::kTimeMask) | now, std::memory_order_relaxed)) {
+    return;
+  }
+  if (appendPending(ref)) return;
   std::unique_lock<AdaptiveMutex> g(lock_, std::try_to_lock);
   if (!g.owns_lock()) return;
+  applyPendingLocked();
+  moveToHeadLocked(ref);
+}
+
+bool LruPolicy::appendPending(uint32_t ref) {
+  uint32_t t = pendingTail_.load(std::memory_order_relaxed);
+  do {
+    if (t - pendingHead_.load(std::memory_order_acquire) >= kPending) return false;
+  } while (!pendingTail_.compare_exchange_weak(t, t + 1, std::memory_order_relaxed, std::memory_order_relaxed));
+  pending_[t & (kPending - 1)].store(ref, std::memory_order_release);
+  return true;
+}
+
+void LruPolicy::applyPendingAccesses() {
+  if (pendingHead_.load(std::memory_order_relaxed) == pendingTail_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
+}
+
+void LruPolicy::applyPendingLocked() {
+  uint32_t head = pendingHead_.load(std::memory_order_relaxed);
+  const uint32_t tail = pendingTail_.load(std::memory_order_acquire);
+  if (head == tail) return;
+  uint32_t refs[kPending];
+  size_t n = 0;
+  for (; head != tail; ++head) {
+    std::atomic<uint32_t>& slot = pending_[head & (kPending - 1)];
+    uint32_t ref;
+    // An index claimed but not yet stored: that hit is between two
+    // instructions (it holds no lock), so the wait is short.
+    while ((ref = slot.exchange(kNullRef, std::memory_order_acquire)) == kNullRef) std::this_thread::yield();
+    refs[n++] = ref;
+    __builtin_prefetch(&r_.hook(ref));
+  }
+  pendingHead_.store(head, std::memory_order_release);
+  // The neighbours each move relinks, requested together: their misses
+  // overlap instead of following one another.
+  for (size_t i = 0; i < n; ++i) {
+    const EvictionHook& h = r_.hook(refs[i]);
+    if (h.prev != kNullRef) __builtin_prefetch(&r_.hook(h.prev), 1);
+    if (h.next != kNullRef) __builtin_prefetch(&r_.hook(h.next), 1);
+  }
+  for (size_t i = 0; i < n; ++i) moveToHeadLocked(refs[i]);
+}
+
+void LruPolicy::moveToHeadLocked(uint32_t ref) {
+  EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
-  if (!(meta & EvictionHook::kInList)) return;
+  if (!(meta & EvictionHook::kInList)) return;  // left the list since its hit
   listOf(meta).unlink(ref);
-  h.meta.store(EvictionHook::kInList | EvictionHook::kHot | now, std::memory_order_relaxed);
+  h.meta.store(EvictionHook::kInList | EvictionHook::kHot | (meta & EvictionHook::kTimeMask), std::memory_order_relaxed);
   hot_.pushHead(ref);
   rebalanceLocked();
 }
@@ -121,6 +186,7 @@ void LruPolicy::rebalanceLocked() {
 
 size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyPendingLocked();
   size_t taken = 0;
   size_t scanned = 0;
   for (IntrusiveList* list : {&cold_, &hot_}) {

@@ -16,9 +16,27 @@
 // at most once per refreshMs, so hits rarely take the lock. A hit younger
 // than the interval is in the top of the list already (relative to the
 // tail's age), and moving it would not change what is evicted next.
+//
+// A hit does not move the item itself: it claims the refresh on the hook
+// (one CAS of the time bits, so other hits within the interval stop there)
+// and appends the ref to a small ring of pending moves. Whoever takes the
+// list lock next applies the ring first, in order, a batch whose cache
+// misses overlap: the background evictor on its look at the class, an
+// eviction, a removal. So with a background evictor the hit path takes no
+// lock, and without one the moves are paid in batches. A move whose item
+// left the list since (its hook says so) is skipped. A hit appends only
+// while its item is pinned (or claimed), and a slab that leaves the class
+// applies the ring first, once nothing in it is pinned (releaseSlab), so a
+// ref in the ring always means a slot of this class. A full ring is
+// applied by the hit that found it full, if the lock is free (else that
+// refresh is skipped, as a busy lock skipped it before). With a refresh
+// interval of 0 (exact LRU) add() applies the ring too, so the order is
+// exactly that of the calls; with an interval, a pending move may land
+// above an item added after it (LRU order is approximate then anyway).
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include "../common/adaptive_mutex.h"
@@ -33,6 +51,10 @@ class LruPolicy final : public EvictionPolicy {
 
   // The interval in force now (ms).
   uint32_t refreshIntervalMs() const { return interval_.load(std::memory_order_relaxed); }
+  // Hits buffered and not yet applied (racy outside the lock: for tests).
+  uint32_t pendingAccesses() const {
+    return pendingTail_.load(std::memory_order_relaxed) - pendingHead_.load(std::memory_order_relaxed);
+  }
 
   void add(uint32_t ref) override;
   void addBatch(const uint32_t* refs, size_t n) override;
@@ -43,12 +65,18 @@ class LruPolicy final : public EvictionPolicy {
   // only as a hit would be (after the refresh interval).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
+  void applyPendingAccesses() override;
   size_t size() const override;
   const char* name() const override { return "lru"; }
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
 
  private:
   void onAccess(uint32_t ref, EvictionHook& hook) override;
+  // False when the ring is full.
+  bool appendPending(uint32_t ref);
+  // Moves every ref appended so far to the head of hot, in order.
+  void applyPendingLocked();
+  void moveToHeadLocked(uint32_t ref);
   void rebalanceLocked();
   void addLocked(uint32_t ref);
   bool removeLocked(uint32_t ref);
@@ -62,6 +90,14 @@ class LruPolicy final : public EvictionPolicy {
   mutable AdaptiveMutex lock_;
   IntrusiveList hot_;
   IntrusiveList cold_;
+
+  // The ring of pending moves: hits claim an index (pendingTail_) and store
+  // their ref there; the lock holder takes refs up to the tail it read and
+  // advances pendingHead_. A slot holds kNullRef when empty.
+  static constexpr uint32_t kPending = 256;
+  std::unique_ptr<std::atomic<uint32_t>[]> pending_;
+  alignas(64) std::atomic<uint32_t> pendingTail_{0};
+  alignas(64) std::atomic<uint32_t> pendingHead_{0};
 };
 
 }  // namespace tiercache

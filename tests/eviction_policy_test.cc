@@ -61,6 +61,64 @@ TEST(LruPolicy, EvictsLeastRecentlyUsedFirst) {
   EXPECT_EQ(p.size(), 0u);
 }
 
+// Hits queue their moves; the next lock holder applies them in order. Exact
+// LRU (interval 0) keeps the order of the calls exactly, including across
+// a full ring (the hit that finds it full applies it).
+TEST(LruPolicy, QueuedHitsKeepExactLruOrderAcrossAFullRing) {
+  constexpr uint32_t kItems = 600, kHits = 550;  // more hits than the ring holds
+  ArrayResolver r(kItems);
+  LruPolicy p(r, 0, 0);
+  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  for (uint32_t i = 0; i < 10; ++i) p.recordAccess(i);
+  EXPECT_EQ(p.pendingAccesses(), 10u) << "hits queue, they do not take the lock";
+  for (uint32_t i = 10; i < kHits; ++i) p.recordAccess(i);
+  EXPECT_LT(p.pendingAccesses(), 256u) << "a full ring was applied by the hit that found it full";
+  p.applyPendingAccesses();
+  EXPECT_EQ(p.pendingAccesses(), 0u);
+  std::vector<uint32_t> expect;
+  for (uint32_t i = kHits; i < kItems; ++i) expect.push_back(i);  // never hit: coldest
+  for (uint32_t i = 0; i < kHits; ++i) expect.push_back(i);       // then in hit order
+  EXPECT_EQ(drain(p, kItems), expect);
+  EXPECT_EQ(p.size(), 0u);
+}
+
+// A hit while another thread holds the list lock (here an eviction scan,
+// as the background evictor's) neither waits nor is lost: before hits were
+// queued it gave up on the busy lock and the item stayed coldest.
+TEST(LruPolicy, HitDuringAnEvictionScanIsQueuedNotLost) {
+  ArrayResolver r(8);
+  LruPolicy p(r, 0, 0);
+  for (uint32_t i = 0; i < 5; ++i) p.add(i);
+  std::atomic<bool> inside{false}, go{false};
+  class Blocking final : public EvictionVisitor {
+   public:
+    Blocking(std::atomic<bool>& in, std::atomic<bool>& g) : in_(in), go_(g) {}
+    Verdict visit(uint32_t) override {
+      in_.store(true);
+      while (!go_.load()) std::this_thread::yield();
+      return Verdict::kStop;
+    }
+
+   private:
+    std::atomic<bool>& in_;
+    std::atomic<bool>& go_;
+  } blocking(inside, go);
+  std::thread scan([&] { p.evict(1, 1, blocking); });
+  while (!inside.load()) std::this_thread::yield();
+  std::atomic<bool> hitDone{false};
+  std::thread hit([&] {
+    p.recordAccess(0);  // 0 is the coldest item
+    hitDone.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!hitDone.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_TRUE(hitDone.load()) << "the hit waited for the lock";
+  go.store(true);
+  scan.join();
+  hit.join();
+  EXPECT_EQ(drain(p, 5), (std::vector<uint32_t>{1, 2, 3, 4, 0}));
+}
+
 TEST(LruPolicy, RefreshIntervalRateLimitsMoves) {
   ArrayResolver r(4);
   LruPolicy p(r, 0, 60000);
