@@ -326,7 +326,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   // Every slot of the victim is free or claimed by us, so no hit on its
   // items is in flight: the hits the policy buffered (refs into this slab
   // among them) are applied now, while the refs still mean this class's
-  // slots (eviction_policy.h, applyPendingAccesses).
+  // slots (lru_policy.h says why that matters).
   policy_->applyPendingAccesses();
   for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
 
