@@ -5,8 +5,8 @@
 // and cold is kept at size/2^k by moving items across the boundary, so a
 // one-pass scan of new keys only churns the bottom 1/2^k of the list. With
 // k = 0 everything lives in hot (classic LRU). A hit promotes to the head of
-// hot, at most once per refresh interval per item, and gives up instead of
-// waiting when the lock is busy: LRU order is approximate by design.
+// hot, at most once per refresh interval per item, through the queue below;
+// it never waits for the lock: LRU order is approximate by design.
 //
 // The refresh interval adapts (CacheLib's lruRefreshRatio idea, bounded the
 // other way): it is min(refreshMs, ratio x eviction age), where the eviction
