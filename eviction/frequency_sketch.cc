@@ -36,33 +36,18 @@ FrequencySketch::FrequencySketch(size_t capacity, size_t sampleFactor, Layout la
 }
 
 void FrequencySketch::locate(uint64_t hash, size_t word[4], int shift[4]) const {
-  if (layout_ == Layout::kSpread) {
-    for (int row = 0; row < 4; ++row) {
-      const size_t idx = static_cast<size_t>(mix(hash, kSeeds[row]) & (words_ * 16 - 1));
-      word[row] = idx >> 4;
-      shift[row] = static_cast<int>(idx & 15) * 4;
-    }
-    return;
-  }
-  const uint64_t z = fmix(hash);
-  const size_t block = static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1);
   for (int row = 0; row < 4; ++row) {
-    const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));  // 1 bit: which word; 4 bits: which counter
-    word[row] = block * kBlockWords + static_cast<size_t>(row) * 2 + (bits & 1);
-    shift[row] = static_cast<int>((bits >> 1) & 15) * 4;
+    const size_t idx = static_cast<size_t>(mix(hash, kSeeds[row]) & (words_ * 16 - 1));
+    word[row] = idx >> 4;
+    shift[row] = static_cast<int>(idx & 15) * 4;
   }
 }
 
 FrequencySketch::Door FrequencySketch::doorOf(uint64_t hash) const {
-  if (layout_ == Layout::kSpread) {
-    const size_t doorBits = doorWords_ * 64;
-    const size_t b1 = static_cast<size_t>(hash) & (doorBits - 1);
-    const size_t b2 = static_cast<size_t>(hash >> 32) & (doorBits - 1);
-    return {b1 >> 6, b2 >> 6, uint64_t{1} << (b1 & 63), uint64_t{1} << (b2 & 63)};
-  }
-  // Both bits in one word, from raw hash bits the counters' places do not use.
-  const size_t w = static_cast<size_t>(hash >> 12) & (doorWords_ - 1);
-  return {w, w, uint64_t{1} << (hash & 63), uint64_t{1} << ((hash >> 6) & 63)};
+  const size_t doorBits = doorWords_ * 64;
+  const size_t b1 = static_cast<size_t>(hash) & (doorBits - 1);
+  const size_t b2 = static_cast<size_t>(hash >> 32) & (doorBits - 1);
+  return {b1 >> 6, b2 >> 6, uint64_t{1} << (b1 & 63), uint64_t{1} << (b2 & 63)};
 }
 
 bool FrequencySketch::seen(const Door& d) const {
@@ -70,31 +55,73 @@ bool FrequencySketch::seen(const Door& d) const {
 }
 
 void FrequencySketch::increment(uint64_t hash) {
-  // Doorkeeper: two bits; a key is "seen" when both are set.
-  const Door d = doorOf(hash);
-  if (!seen(d)) {
-    if (d.w1 == d.w2) {
-      door_[d.w1].fetch_or(d.m1 | d.m2, std::memory_order_relaxed);
-    } else {
-      door_[d.w1].fetch_or(d.m1, std::memory_order_relaxed);
-      door_[d.w2].fetch_or(d.m2, std::memory_order_relaxed);
-    }
+  if (layout_ == Layout::kBlocked) {
+    incrementBlocked(hash);
   } else {
-    size_t word[4];
-    int shift[4];
-    locate(hash, word, shift);
-    for (int row = 0; row < 4; ++row) {
-      std::atomic<uint64_t>& w = counterWord(word[row]);
-      uint64_t v = w.load(std::memory_order_relaxed);
-      while (((v >> shift[row]) & 15) != 15 &&
-             !w.compare_exchange_weak(v, v + (uint64_t{1} << shift[row]), std::memory_order_relaxed)) {
-      }
-    }
+    incrementSpread(hash);
   }
   if (additions_.fetch_add(1, std::memory_order_relaxed) + 1 == sampleSize_) halve();
 }
 
+// The cache's layout, written out: one finalizer, one block, one doorkeeper
+// word, no per-row arrays. On the write path an increment or an estimate
+// runs once or twice per set; the generic locate() + doorOf() + seen() took
+// 190-220 instructions per call there (callgrind, docs/benchmarks.md).
+void FrequencySketch::incrementBlocked(uint64_t hash) {
+  std::atomic<uint64_t>& door = door_[static_cast<size_t>(hash >> 12) & (doorWords_ - 1)];
+  const uint64_t doorBits = (uint64_t{1} << (hash & 63)) | (uint64_t{1} << ((hash >> 6) & 63));
+  if ((door.load(std::memory_order_relaxed) & doorBits) != doorBits) {
+    door.fetch_or(doorBits, std::memory_order_relaxed);  // first sighting: the doorkeeper only
+    return;
+  }
+  const uint64_t z = fmix(hash);
+  Block& b = table_[static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1)];
+  for (int row = 0; row < 4; ++row) {
+    const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));  // 1 bit: which word; 4 bits: which counter
+    std::atomic<uint64_t>& w = b.w[row * 2 + (bits & 1)];
+    const int shift = static_cast<int>((bits >> 1) & 15) * 4;
+    uint64_t v = w.load(std::memory_order_relaxed);
+    while (((v >> shift) & 15) != 15 && !w.compare_exchange_weak(v, v + (uint64_t{1} << shift), std::memory_order_relaxed)) {
+    }
+  }
+}
+
+uint32_t FrequencySketch::estimateBlocked(uint64_t hash) const {
+  const uint64_t z = fmix(hash);
+  const Block& b = table_[static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1)];
+  uint32_t best = 15;
+  for (int row = 0; row < 4; ++row) {
+    const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));
+    const uint64_t v = b.w[row * 2 + (bits & 1)].load(std::memory_order_relaxed);
+    best = std::min<uint32_t>(best, static_cast<uint32_t>((v >> (((bits >> 1) & 15) * 4)) & 15));
+  }
+  const uint64_t door = door_[static_cast<size_t>(hash >> 12) & (doorWords_ - 1)].load(std::memory_order_relaxed);
+  const uint64_t doorBits = (uint64_t{1} << (hash & 63)) | (uint64_t{1} << ((hash >> 6) & 63));
+  return best + ((door & doorBits) == doorBits ? 1 : 0);
+}
+
+void FrequencySketch::incrementSpread(uint64_t hash) {
+  // Doorkeeper: two bits; a key is "seen" when both are set.
+  const Door d = doorOf(hash);
+  if (!seen(d)) {
+    door_[d.w1].fetch_or(d.m1, std::memory_order_relaxed);
+    door_[d.w2].fetch_or(d.m2, std::memory_order_relaxed);
+    return;
+  }
+  size_t word[4];
+  int shift[4];
+  locate(hash, word, shift);
+  for (int row = 0; row < 4; ++row) {
+    std::atomic<uint64_t>& w = counterWord(word[row]);
+    uint64_t v = w.load(std::memory_order_relaxed);
+    while (((v >> shift[row]) & 15) != 15 &&
+           !w.compare_exchange_weak(v, v + (uint64_t{1} << shift[row]), std::memory_order_relaxed)) {
+    }
+  }
+}
+
 uint32_t FrequencySketch::estimate(uint64_t hash) const {
+  if (layout_ == Layout::kBlocked) return estimateBlocked(hash);
   size_t word[4];
   int shift[4];
   locate(hash, word, shift);

@@ -51,9 +51,12 @@ class FrequencySketch {
   uint64_t resets() const { return resets_.load(std::memory_order_relaxed); }
 
  private:
-  // The word and bit shift of each row's counter of a key.
+  void incrementBlocked(uint64_t hash);
+  uint32_t estimateBlocked(uint64_t hash) const;
+  void incrementSpread(uint64_t hash);
+  // kSpread: the word and bit shift of each row's counter of a key.
   void locate(uint64_t hash, size_t word[4], int shift[4]) const;
-  // A key's two doorkeeper bits (words w1 and w2, equal when blocked).
+  // kSpread: a key's two doorkeeper bits (words w1 and w2).
   struct Door {
     size_t w1, w2;
     uint64_t m1, m2;
