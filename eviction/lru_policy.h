@@ -27,9 +27,9 @@
 // left the list since (its hook says so) is skipped. A hit appends only
 // while its item is pinned (or claimed), and a slab that leaves the class
 // applies the ring first, once nothing in it is pinned (releaseSlab), so a
-// ref in the ring always means a slot of this class. A full ring is
-// applied by the hit that found it full, if the lock is free (else that
-// refresh is skipped, as a busy lock skipped it before). With a refresh
+// ref in the ring always means a slot of this class. A hit that finds the
+// ring full applies its oldest 32 moves and queues its own, if the lock is
+// free (else that refresh is skipped, as a busy lock skipped it before). With a refresh
 // interval of 0 (exact LRU) add() applies the ring too, so the order is
 // exactly that of the calls; with an interval, a pending move may land
 // above an item added after it (LRU order is approximate then anyway).
@@ -75,7 +75,8 @@ class LruPolicy final : public EvictionPolicy {
   // False when the ring is full.
   bool appendPending(uint32_t ref);
   // Moves every ref appended so far to the head of hot, in order.
-  void applyPendingLocked();
+  // Applies the ring's oldest `most` moves (all by default).
+  void applyPendingLocked(uint32_t most = kPending);
   void moveToHeadLocked(uint32_t ref);
   void rebalanceLocked();
   void addLocked(uint32_t ref);
@@ -95,6 +96,7 @@ class LruPolicy final : public EvictionPolicy {
   // their ref there; the lock holder takes refs up to the tail it read and
   // advances pendingHead_. A slot holds kNullRef when empty.
   static constexpr uint32_t kPending = 256;
+  static constexpr uint32_t kHitApply = 32;  // moves a hit applies when it finds the ring full
   std::unique_ptr<std::atomic<uint32_t>[]> pending_;
   alignas(64) std::atomic<uint32_t> pendingTail_{0};
   alignas(64) std::atomic<uint32_t> pendingHead_{0};
