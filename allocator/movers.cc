@@ -593,7 +593,7 @@ ClassUsage Movers::usage(size_t cls) const {
   ac.drainDeferred();
   // And applies the hits the class's policy buffered (LRU's pending moves),
   // so that they are this thread's work, not the application's.
-  ac.policy().applyPendingAccesses();
+  ac.policy().applyPendingAccesses(true);
   ClassUsage u;
   // The last tier of several only drops: keeping it partly empty would cost
   // hit ratio and buy nothing, since demotions into it evict as they go (in

@@ -327,7 +327,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   // items is in flight: the hits the policy buffered (refs into this slab
   // among them) are applied now, while the refs still mean this class's
   // slots (lru_policy.h says why that matters).
-  policy_->applyPendingAccesses();
+  policy_->applyPendingAccesses(false);
   for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
 
   // Drop the victim's free slots from the free list and stop carving it.

@@ -159,8 +159,9 @@ class EvictionPolicy {
   virtual size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) = 0;
   // Applies hits the policy buffered instead of taking its lock on the hit
   // path (LRU's pending moves); the background evictor calls it on each
-  // look at the class, so those moves are its work, not the application's.
-  virtual void applyPendingAccesses() {}
+  // look at the class (byBackgroundWorker), so those moves are its work,
+  // not the application's.
+  virtual void applyPendingAccesses(bool /*byBackgroundWorker*/) {}
   virtual size_t size() const = 0;
   virtual const char* name() const = 0;
   // Walks the list under the lock (for consistency checks): calls fn on

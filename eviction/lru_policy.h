@@ -28,8 +28,9 @@
 // while its item is pinned (or claimed), and a slab that leaves the class
 // applies the ring first, once nothing in it is pinned (releaseSlab), so a
 // ref in the ring always means a slot of this class. A hit that finds the
-// ring full applies its oldest 32 moves and queues its own, if the lock is
-// free (else that refresh is skipped, as a busy lock skipped it before). With a refresh
+// ring full applies it, if the lock is free (else that refresh is skipped,
+// as a busy lock skipped it before); where a background worker applies the
+// ring too, only its oldest 32 moves, and queues its own behind the rest. With a refresh
 // interval of 0 (exact LRU) add() applies the ring too, so the order is
 // exactly that of the calls; with an interval, a pending move may land
 // above an item added after it (LRU order is approximate then anyway).
@@ -65,7 +66,9 @@ class LruPolicy final : public EvictionPolicy {
   // only as a hit would be (after the refresh interval).
   bool replace(uint32_t newRef, uint32_t oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
-  void applyPendingAccesses() override;
+  // byBackgroundWorker: from now on a hit that finds the ring full applies
+  // only its oldest kHitApply moves (the worker applies the rest).
+  void applyPendingAccesses(bool byBackgroundWorker) override;
   size_t size() const override;
   const char* name() const override { return "lru"; }
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
@@ -96,7 +99,8 @@ class LruPolicy final : public EvictionPolicy {
   // their ref there; the lock holder takes refs up to the tail it read and
   // advances pendingHead_. A slot holds kNullRef when empty.
   static constexpr uint32_t kPending = 256;
-  static constexpr uint32_t kHitApply = 32;  // moves a hit applies when it finds the ring full
+  static constexpr uint32_t kHitApply = 32;  // see applyPendingAccesses
+  std::atomic<bool> backgroundApplies_{false};
   std::unique_ptr<std::atomic<uint32_t>[]> pending_;
   alignas(64) std::atomic<uint32_t> pendingTail_{0};
   alignas(64) std::atomic<uint32_t> pendingHead_{0};
