@@ -68,14 +68,14 @@ void FrequencySketch::increment(uint64_t hash) {
 // runs once or twice per set; the generic locate() + doorOf() + seen() took
 // 190-220 instructions per call there (callgrind, docs/benchmarks.md).
 void FrequencySketch::incrementBlocked(uint64_t hash) {
-  std::atomic<uint64_t>& door = door_[static_cast<size_t>(hash >> 12) & (doorWords_ - 1)];
-  const uint64_t doorBits = (uint64_t{1} << (hash & 63)) | (uint64_t{1} << ((hash >> 6) & 63));
+  std::atomic<uint64_t>& door = blockedDoorWord(hash);
+  const uint64_t doorBits = blockedDoorBits(hash);
   if ((door.load(std::memory_order_relaxed) & doorBits) != doorBits) {
     door.fetch_or(doorBits, std::memory_order_relaxed);  // first sighting: the doorkeeper only
     return;
   }
   const uint64_t z = fmix(hash);
-  Block& b = table_[static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1)];
+  Block& b = blockOf(z);
   for (int row = 0; row < 4; ++row) {
     const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));  // 1 bit: which word; 4 bits: which counter
     std::atomic<uint64_t>& w = b.w[row * 2 + (bits & 1)];
@@ -88,16 +88,15 @@ void FrequencySketch::incrementBlocked(uint64_t hash) {
 
 uint32_t FrequencySketch::estimateBlocked(uint64_t hash) const {
   const uint64_t z = fmix(hash);
-  const Block& b = table_[static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1)];
+  const Block& b = blockOf(z);
   uint32_t best = 15;
   for (int row = 0; row < 4; ++row) {
     const uint32_t bits = static_cast<uint32_t>(z >> (row * 8));
     const uint64_t v = b.w[row * 2 + (bits & 1)].load(std::memory_order_relaxed);
     best = std::min<uint32_t>(best, static_cast<uint32_t>((v >> (((bits >> 1) & 15) * 4)) & 15));
   }
-  const uint64_t door = door_[static_cast<size_t>(hash >> 12) & (doorWords_ - 1)].load(std::memory_order_relaxed);
-  const uint64_t doorBits = (uint64_t{1} << (hash & 63)) | (uint64_t{1} << ((hash >> 6) & 63));
-  return best + ((door & doorBits) == doorBits ? 1 : 0);
+  const uint64_t doorBits = blockedDoorBits(hash);
+  return best + ((blockedDoorWord(hash).load(std::memory_order_relaxed) & doorBits) == doorBits ? 1 : 0);
 }
 
 void FrequencySketch::incrementSpread(uint64_t hash) {

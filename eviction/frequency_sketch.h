@@ -76,6 +76,16 @@ class FrequencySketch {
     std::atomic<uint64_t> w[kBlockWords];
   };
   std::atomic<uint64_t>& counterWord(size_t i) const { return table_[i / kBlockWords].w[i % kBlockWords]; }
+  // kBlocked: a key's block, from z = the finalised hash (rows pick words
+  // and counters in it from z's low bytes); its doorkeeper bits come from
+  // raw hash bits the counters' places do not use, both in one word.
+  Block& blockOf(uint64_t z) const { return table_[static_cast<size_t>(z >> 32) & (words_ / kBlockWords - 1)]; }
+  std::atomic<uint64_t>& blockedDoorWord(uint64_t hash) const {
+    return door_[static_cast<size_t>(hash >> 12) & (doorWords_ - 1)];
+  }
+  static uint64_t blockedDoorBits(uint64_t hash) {
+    return (uint64_t{1} << (hash & 63)) | (uint64_t{1} << ((hash >> 6) & 63));
+  }
   std::unique_ptr<Block[]> table_;
   std::unique_ptr<std::atomic<uint64_t>[]> door_;
   std::atomic<uint64_t> additions_{0};

@@ -30,10 +30,11 @@
 // ref in the ring always means a slot of this class. A hit that finds the
 // ring full applies it, if the lock is free (else that refresh is skipped,
 // as a busy lock skipped it before); where a background worker applies the
-// ring too, only its oldest 32 moves, and queues its own behind the rest. With a refresh
-// interval of 0 (exact LRU) add() applies the ring too, so the order is
-// exactly that of the calls; with an interval, a pending move may land
-// above an item added after it (LRU order is approximate then anyway).
+// ring too, only its oldest 32 moves, and queues its own behind the rest.
+// With a refresh interval of 0 (exact LRU) add() applies the ring too, so
+// the order is exactly that of the calls; with an interval, a pending move
+// may land above an item added after it (LRU order is approximate then
+// anyway).
 #pragma once
 
 #include <atomic>
@@ -77,8 +78,8 @@ class LruPolicy final : public EvictionPolicy {
   void onAccess(uint32_t ref, EvictionHook& hook) override;
   // False when the ring is full.
   bool appendPending(uint32_t ref);
-  // Moves every ref appended so far to the head of hot, in order.
-  // Applies the ring's oldest `most` moves (all by default).
+  // Moves the ring's oldest `most` refs (all by default) to the head of
+  // hot, in order.
   void applyPendingLocked(uint32_t most = kPending);
   void moveToHeadLocked(uint32_t ref);
   void rebalanceLocked();
