@@ -154,7 +154,15 @@ TEST_P(CrashTest, KillNineAtRandomMomentsNeverServesATornValue) {
   std::mt19937_64 rng(durable ? 11 : 22);
   uint64_t recoveredTotal = 0;
   int killedMidWrite = 0;
-  for (int round = 0; round < 20; ++round) {
+  // 20 kills in the plain build; 8 under a sanitizer, where each round of
+  // child and recovery takes 3-6 s (TSan) and the races the sanitizer looks
+  // for are in every round alike.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr int kRounds = 8;
+#else
+  constexpr int kRounds = 20;
+#endif
+  for (int round = 0; round < kRounds; ++round) {
     const std::string prefix = "r" + std::to_string(round) + ":";
     // Without durable_sets only demoted items reach the pool: let the child
     // write past the DRAM tier (4 MiB) before the kill.
@@ -203,8 +211,8 @@ TEST_P(CrashTest, KillNineAtRandomMomentsNeverServesATornValue) {
   }
   EXPECT_GT(recoveredTotal, 0u);
   // The kills must land while the child writes, not after it is done.
-  EXPECT_GE(killedMidWrite, 10);
-  std::printf("crash test: %d of 20 kills landed mid-write, %llu items recovered in all\n", killedMidWrite,
+  EXPECT_GE(killedMidWrite, kRounds / 2);
+  std::printf("crash test: %d of %d kills landed mid-write, %llu items recovered in all\n", killedMidWrite, kRounds,
               static_cast<unsigned long long>(recoveredTotal));
 }
 
