@@ -23,3 +23,13 @@ function(tiercache_discover_tests target)
     VERBATIM)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${out})
 endfunction()
+
+# tiercache_test_flags(TARGET): a test binary's own sources at -O1 with line
+# tables (-g1) in the optimized builds. The library they test keeps the
+# build's flags (-O2 -g); the tests' gtest-heavy files were 55% of a clean
+# build's compile time, and -O1 -g1 takes about half of -O2 -g for them
+# (tests/cache_config_test.cc: 28 -> 15 s). Debug builds are left alone.
+function(tiercache_test_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<CONFIG:RelWithDebInfo>:-O1 -g1> $<$<CONFIG:Release,MinSizeRel>:-O1>)
+endfunction()
