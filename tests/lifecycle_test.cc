@@ -307,8 +307,9 @@ TEST(Lifecycle, InsertRaceOfEightThreadsHasExactlyOneWinner) {
     std::vector<std::thread> ts;
     for (int t = 0; t < 8; ++t) {
       ts.emplace_back([&, t] {
-        while (!go.load()) {
-        }
+        // Yield while waiting: eight spinning threads on two cores starve
+        // the one still starting the others (22 s under TSan).
+        while (!go.load()) std::this_thread::yield();
         bool won;
         if (t % 2) {
           won = cache.add("k", "v" + std::to_string(t));
@@ -339,8 +340,7 @@ TEST(Lifecycle, CasCounterFromSeveralThreadsEndsExact) {
   for (int t = 0; t < kThreads; ++t) {
     ts.emplace_back([&] {
       ready.fetch_add(1);
-      while (ready.load() < kThreads) {
-      }
+      while (ready.load() < kThreads) std::this_thread::yield();
       for (int i = 0; i < kIncrements;) {
         ReadHandle h = cache.find("counter");
         ASSERT_TRUE(h);
