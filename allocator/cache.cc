@@ -230,10 +230,7 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   if (pool >= poolCount()) throw std::out_of_range("pool id " + std::to_string(pool) + " does not exist");
   // The caller will insert this key: its bucket starts loading now and
   // arrives while the slot is taken and filled (the handle keeps the hash
-  // for the insert). Its chain is not read here, as the set path does: that
-  // read would hold this call for the bucket's miss, which the caller's
-  // fill overlaps when the insert reads it (BM_AllocateInsert 589 -> 521 ns,
-  // medians of 10 paired rounds, docs/benchmarks.md).
+  // for the insert).
   const uint64_t hash = hashKey(key);
   index_->prefetchBucket(hash);
   return allocateIn(0, pool, key, valueSize, hash);
@@ -287,6 +284,11 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.countSuccess();
+  // Every allocation is followed by an insert of its key, and every caller
+  // started loading the key's bucket first (or has it in cache): it is in
+  // by now, so the item it points to, the one the insert compares and
+  // rewrites or unlinks, loads while the caller fills the value.
+  index_->prefetchChainHead(hash);
   return WriteHandle(this, item, ref, hash);
 }
 
@@ -298,11 +300,6 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
   if (h) {
     h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
-    // The insert follows the value's copy at once, and the caller started
-    // loading the key's bucket first (or, in set, walked its chain): the
-    // item it points to, the one the insert compares and rewrites or
-    // unlinks, loads during the copy.
-    index_->prefetchChainHead(hash);
   }
   return h;
 }
