@@ -5,8 +5,8 @@
 # failure is named and `ctest -R` picks single tests. With
 # TIERCACHE_TEST_PER_SUITE on (scripts/test.sh sets it for the sanitizer
 # builds), one CTest test per suite, running `--gtest_filter=Suite.*` in one
-# process: a sanitized binary takes 0.25-0.5 s to start (ASan's and UBSan's
-# relocations, TSan's shadow), which over ~670 tests was a third of the ASan
+# process: a sanitized binary takes 0.25-0.5 s to start (under ASan most of
+# it was applying relocations, see CMakeLists.txt), which over ~670 tests was a third of the ASan
 # run's time. The listing runs after each link, as gtest_discover_tests'
 # does, so a new test needs no CMake run.
 option(TIERCACHE_TEST_PER_SUITE "One CTest test per GoogleTest suite instead of per test" OFF)
