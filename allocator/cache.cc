@@ -233,7 +233,15 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   // for the insert).
   const uint64_t hash = hashKey(key);
   index_->prefetchBucket(hash);
-  return allocateIn(0, pool, key, valueSize, hash);
+  WriteHandle h = allocateIn(0, pool, key, valueSize, hash);
+  // The chain's first item (the one the insert compares and rewrites or
+  // unlinks) loads during the caller's fill, if the fill is long enough to
+  // hide a miss. Finding it reads the bucket, which may still be in flight:
+  // before a short fill that read only holds this call (BM_AllocateInsert,
+  // 100-byte values: 1.14x -> 1.33x of its baseline without it,
+  // docs/benchmarks.md, December 4).
+  if (h && valueSize >= kChainHeadMinValue) index_->prefetchChainHead(hash);
+  return h;
 }
 
 WriteHandle Cache::allocateDurable(std::string_view key, size_t valueSize, uint64_t hash) {
@@ -284,11 +292,6 @@ WriteHandle Cache::allocateIn(uint32_t tier, PoolId pool, std::string_view key, 
   Item* item = table_->item(ref);
   item->init(key, static_cast<uint32_t>(valueSize));
   ac.countSuccess();
-  // Every allocation is followed by an insert of its key, and every caller
-  // started loading the key's bucket first (or has it in cache): it is in
-  // by now, so the item it points to, the one the insert compares and
-  // rewrites or unlinks, loads while the caller fills the value.
-  index_->prefetchChainHead(hash);
   return WriteHandle(this, item, ref, hash);
 }
 
@@ -300,6 +303,11 @@ WriteHandle Cache::allocateForSet(std::string_view key, size_t valueSize, Ttl tt
   if (h) {
     h.item()->expiry = deadlineAfter(ttl);
     h.item()->flags = flags;
+    // The insert follows the value's copy at once, and the set walked the
+    // key's chain already (or started loading its bucket): the item the
+    // bucket points to, the one the insert compares and rewrites or
+    // unlinks, loads during the copy.
+    index_->prefetchChainHead(hash);
   }
   return h;
 }

@@ -274,6 +274,9 @@ class Cache final : private ItemFate {
   // Values copied under a stripe lock are kept short: a longer one takes
   // the new-slot path, which copies outside every lock.
   static constexpr size_t kMaxInPlaceValue = 4096;
+  // allocate() finds the key's chain head for values this long or longer
+  // (see there).
+  static constexpr size_t kChainHeadMinValue = 256;
   // In-place sets are off where a replace must leave the old item intact:
   // a persistent tier 0 or durable sets (a crash mid-copy would lose an
   // acknowledged value), and a remove callback (it reads the old value).
