@@ -2,6 +2,9 @@
 # Build the libFuzzer targets with clang++ in their own build directory and
 # run each for a bounded time.
 #   fuzz/run.sh [SECONDS]          (default 60, or TIERCACHE_FUZZ_SECONDS)
+# SECONDS is each target's share of a core: the targets run side by side,
+# for SECONDS * targets / cores of wall time when there are fewer cores than
+# targets (3 targets on 2 cores: 90 s in all, not 180 s one after another).
 # Build dir: build-fuzz (TIERCACHE_FUZZ_BUILD_DIR). The corpus is kept in
 # BUILD/corpus/NAME between runs; crashing inputs go to BUILD/artifacts/.
 # Exits non-zero if the build fails or a target finds a crash, a leak, a
@@ -29,6 +32,9 @@ cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 failed=0
+cores="$(nproc)"
+wall=$((cores >= ${#targets[@]} ? seconds : (seconds * ${#targets[@]} + cores - 1) / cores))
+pids=()
 for t in "${targets[@]}"; do
   corpus="$dir/corpus/$t"
   artifacts="$dir/artifacts/$t/"
@@ -70,10 +76,16 @@ for t in "${targets[@]}"; do
     printf '\x20\xf8\x00\x00\x5a\xfc\x00\x00\xa5' >"$corpus/seed-pmdk-heap"
   fi
   log="$dir/$t.log"
-  echo "=== fuzz: $t for ${seconds}s (log: $log)"
+  echo "=== fuzz: $t for ${wall}s beside the others (log: $log)"
+  "$dir/fuzz/$t" -max_total_time="$wall" -timeout=30 "${limits[@]}" \
+    -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!targets[@]}"; do
+  t="${targets[$i]}"
+  log="$dir/$t.log"
   rc=0
-  "$dir/fuzz/$t" -max_total_time="$seconds" -timeout=30 "${limits[@]}" \
-    -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
+  wait "${pids[$i]}" || rc=$?
   grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$log" || true
   if ((rc != 0)); then
     echo "=== fuzz: $t FAILED (exit $rc); last lines of $log:" >&2
