@@ -1,6 +1,7 @@
 #include "periodic_worker.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 namespace tiercache {
 
@@ -64,6 +65,18 @@ void PeriodicWorker::wakeUnlessDue(std::chrono::milliseconds soon) {
 }
 
 void PeriodicWorker::loop() {
+  // Background work must not preempt the application: a normal thread that
+  // wakes gets the CPU at once (CFS favours a sleeper), so with as many
+  // application threads as cores every run of the evictor or the promoter
+  // stopped one of them mid-operation. SCHED_BATCH keeps this thread's fair
+  // share but no wake-up preemption: it runs on an idle core or at the next
+  // tick (default config, 2 threads on 2 cores: ops/s 1.14x, get p99.9
+  // 43 -> 11 us, docs/benchmarks.md, December 4). A policy the operator
+  // chose (real-time, SCHED_IDLE) is inherited and left alone.
+  if (sched_getscheduler(0) == SCHED_OTHER) {
+    const sched_param none{};
+    batchScheduled_.store(sched_setscheduler(0, SCHED_BATCH, &none) == 0, std::memory_order_relaxed);
+  }
   std::unique_lock<std::mutex> lk(mu_);
   while (!stopRequested_) {
     lk.unlock();

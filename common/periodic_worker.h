@@ -38,6 +38,9 @@ class PeriodicWorker {
   bool running() const { return running_.load(std::memory_order_acquire); }
   uint64_t runs() const { return runs_.load(std::memory_order_relaxed); }
   const std::string& name() const { return name_; }
+  // Whether the thread runs under SCHED_BATCH (see loop()): false before it
+  // starts, under a policy the process chose, or where the system refused.
+  bool batchScheduled() const { return batchScheduled_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -58,6 +61,7 @@ class PeriodicWorker {
   std::atomic<int64_t> dueNs_{kNotSleeping};
   int64_t nextWaitMs_ = -1;  // the worker thread's own
   std::atomic<bool> running_{false};
+  std::atomic<bool> batchScheduled_{false};
   std::atomic<uint64_t> runs_{0};
   std::thread thread_;
 };

@@ -3,8 +3,12 @@
 // block rebalancing or eviction, an empty lower tier is used, a saturated
 // refcount is not a miss, and a handle cannot be published by another cache.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <filesystem>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -258,6 +262,84 @@ TEST(PeriodicWorkerWake, WakeUnlessDueLeavesARunThatIsDueSoon) {
   w.wake();  // a plain wake still wakes at once
   EXPECT_TRUE(waitForRuns(runs, 3, std::chrono::seconds(2)));
   w.stop();
+}
+
+// Background work does not preempt application threads on its wake-ups:
+// every worker (evictors, promoter, reaper, rebalancer) runs under
+// SCHED_BATCH when the process runs under the normal policy.
+TEST(PeriodicWorkerScheduling, TheTaskRunsUnderSchedBatch) {
+  ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the test process must run under the normal policy";
+  std::atomic<int> runs{0};
+  std::atomic<int> policy{-1};
+  PeriodicWorker w("sched-batch", std::chrono::seconds(60), [&] {
+    policy.store(sched_getscheduler(0));
+    runs.fetch_add(1);
+  });
+  EXPECT_FALSE(w.batchScheduled());
+  w.start();
+  ASSERT_TRUE(waitForRuns(runs, 1, std::chrono::seconds(10)));
+  EXPECT_EQ(policy.load(), SCHED_BATCH);
+  EXPECT_TRUE(w.batchScheduled());
+  w.stop();
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the starting thread's policy changed";
+}
+
+// A policy the process chose is inherited and kept (here SCHED_IDLE, which
+// an unprivileged thread may take).
+TEST(PeriodicWorkerScheduling, APolicyTheProcessChoseIsKept) {
+  std::atomic<int> runs{0};
+  std::atomic<int> policy{-1};
+  bool batch = true;
+  std::thread starter([&] {
+    const sched_param none{};
+    ASSERT_EQ(sched_setscheduler(0, SCHED_IDLE, &none), 0) << std::strerror(errno);
+    PeriodicWorker w("sched-idle", std::chrono::seconds(60), [&] {
+      policy.store(sched_getscheduler(0));
+      runs.fetch_add(1);
+    });
+    w.start();
+    ASSERT_TRUE(waitForRuns(runs, 1, std::chrono::seconds(10)));
+    batch = w.batchScheduled();
+    w.stop();
+  });
+  starter.join();
+  EXPECT_EQ(policy.load(), SCHED_IDLE);
+  EXPECT_FALSE(batch);
+}
+
+// The cache's own workers: every background thread a Cache with background
+// eviction, background promotion and the reaper starts is SCHED_BATCH.
+TEST(PeriodicWorkerScheduling, ACachesBackgroundThreadsRunUnderSchedBatch) {
+  CacheConfig cfg = test::smallTwoTierConfig("lru", 4 << 20, 16 << 20);
+  cfg.background_eviction.enabled = true;
+  cfg.background_eviction.threads = 2;
+  cfg.promotion.enabled = true;
+  cfg.promotion.background = true;
+  Cache cache(cfg);
+  std::vector<std::string> seen;
+  // Thread names and policies from /proc: the workers name themselves tc-*.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    seen.clear();
+    bool allBatch = true;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(e.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("tc-", 0) != 0) continue;
+      const int policy = sched_getscheduler(std::stoi(e.path().filename().string()));
+      seen.push_back(name + ":" + std::to_string(policy));
+      allBatch = allBatch && policy == SCHED_BATCH;
+    }
+    if (seen.size() >= 3 && allBatch) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  std::string list;
+  for (const std::string& n : seen) list += n + " ";
+  ASSERT_GE(seen.size(), 3u) << "expected 2 evictors and the promoter: " << list;
+  for (const std::string& n : seen) {
+    EXPECT_EQ(n.substr(n.find(':') + 1), std::to_string(SCHED_BATCH)) << n << " (all: " << list << ")";
+  }
 }
 
 }  // namespace
