@@ -38,7 +38,21 @@ endfunction()
 # (CONTRIBUTING.md), or ccache compiles these files without caching them.
 option(TIERCACHE_TEST_PCH "Precompile GoogleTest and standard headers for the test binaries" ON)
 
+# TIERCACHE_TEST_UNITY=N (default 8; 0: off): the test binaries' files are
+# compiled N to a translation unit (CMake's unity build). What every test
+# file costs beyond its own tests (the precompiled header, GoogleTest's
+# templates instantiated again in each file) is then paid once per N files.
+# The library itself is never compiled this way: its code generation stays
+# what the benchmarks measure. A test file's file-local names must
+# therefore be unique among the test files (shared helpers live in the
+# tests' *_util.h headers); a build with TIERCACHE_TEST_UNITY=0 checks that
+# each file includes what it uses.
+set(TIERCACHE_TEST_UNITY 8 CACHE STRING "Test files per unity translation unit (0: no unity build)")
+
 function(tiercache_test_flags target)
+  if(TIERCACHE_TEST_UNITY GREATER 0)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${TIERCACHE_TEST_UNITY})
+  endif()
   target_compile_options(${target} PRIVATE
     $<$<CONFIG:RelWithDebInfo>:-O1 -g1> $<$<CONFIG:Release,MinSizeRel>:-O1>)
   if(TIERCACHE_TEST_PCH)

@@ -19,13 +19,14 @@
 #include "allocator/access_index.h"
 #include "allocator/dcheck.h"
 #include "allocator/slab_allocator.h"
+#include "item_bits.h"
 
 namespace tiercache {
 namespace {
 
-constexpr uint32_t kA = Item::kAccessible;
-constexpr uint32_t kX = Item::kExclusive;
-constexpr uint32_t kM = Item::kMoving;
+using test::kA;
+using test::kM;
+using test::kX;
 
 class AccessIndexTest : public ::testing::Test {
  protected:

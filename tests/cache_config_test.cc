@@ -26,9 +26,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kGiB = 1ull << 30;
-
 // Every option set, most to non-default values, so that a field the parser
 // forgot to read shows up as a default.
 constexpr const char* kFull = R"({

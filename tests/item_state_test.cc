@@ -13,14 +13,15 @@
 
 #include "allocator/dcheck.h"
 #include "allocator/item.h"
+#include "item_bits.h"
 
 namespace tiercache {
 namespace {
 
-constexpr uint32_t kA = Item::kAccessible;
-constexpr uint32_t kX = Item::kExclusive;
-constexpr uint32_t kF = Item::kFreeSlot;
-constexpr uint32_t kM = Item::kMoving;
+using test::kA;
+using test::kF;
+using test::kM;
+using test::kX;
 
 // One item in its own slot (header, key, value), as a slab holds it.
 class Slot {

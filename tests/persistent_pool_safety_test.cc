@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fs_test_util.h"
+#include "persistent_test_util.h"
 #include "tiers/memory_tier.h"
 #include "tiers/persistent_pmem_tier.h"
 
@@ -27,18 +28,8 @@ namespace {
 
 using test::TempDir;
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kSlab = 1 * kMiB;
-
-TierConfig tierConfig(const std::string& path, uint64_t size = 4 * kMiB) {
-  TierConfig cfg;
-  cfg.name = "pmem-s";
-  cfg.kind = TierKind::kPmemFile;
-  cfg.size = size;
-  cfg.path = path;
-  cfg.persistent = true;
-  return cfg;
-}
+using test::kPmemTestSlab;
+using test::pmemTierConfig;
 
 PersistentOpenOptions options(bool rebuild = false) {
   PersistentOpenOptions o;
@@ -50,7 +41,7 @@ PersistentOpenOptions options(bool rebuild = false) {
 // The TierError text of an open that must fail ("" and a test failure if it opened).
 std::string refusal(const TierConfig& cfg, const PersistentOpenOptions& o) {
   try {
-    PersistentPmemTier tier(cfg, kSlab, o);
+    PersistentPmemTier tier(cfg, kPmemTestSlab, o);
     ADD_FAILURE() << "opened, expected a refusal (report: " << tier.openReport() << ")";
   } catch (const TierError& e) {
     return e.what();
@@ -85,7 +76,7 @@ TEST(PersistentPoolSafety, AKilledCreationLeavesNoFileBehind) {
     if (pid == 0) {
       close(done[0]);
       try {
-        PersistentPmemTier tier(tierConfig(pool, 256 * kMiB), kSlab, options());
+        PersistentPmemTier tier(pmemTierConfig(pool, 256 * kMiB), kPmemTestSlab, options());
         if (write(done[1], "d", 1) != 1) _exit(3);
         pause();
       } catch (...) {
@@ -107,7 +98,7 @@ TEST(PersistentPoolSafety, AKilledCreationLeavesNoFileBehind) {
   EXPECT_GE(killedBeforeDone, 2) << "the kills should land during creation";
   // Whatever the kills left opens (a complete pool) or is created.
   ::unlink(pool.c_str());
-  PersistentPmemTier tier(tierConfig(pool), kSlab, options());
+  PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
   EXPECT_EQ(tier.openReport(), "created");
 }
 
@@ -122,7 +113,7 @@ TEST(PersistentPoolSafety, StaleTemporariesOfDeadCreatorsAreRemoved) {
     ASSERT_GE(fd, 0);
     ::close(fd);
   }
-  PersistentPmemTier tier(tierConfig(pool), kSlab, options());
+  PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
   EXPECT_NE(::access(stale.c_str(), F_OK), 0) << "the dead creator's file was left";
   EXPECT_EQ(::access(live.c_str(), F_OK), 0) << "a live process's file was removed";
 }
@@ -152,7 +143,7 @@ TEST(PersistentPoolSafety, OfTwoProcessesCreatingOnePoolExactlyOneWins) {
         if (read(go[0], &b, 1) != 0) _exit(9);  // released when the parent closes it
         char verdict = '2';
         try {
-          PersistentPmemTier tier(tierConfig(pool, 64 * kMiB), kSlab, options());
+          PersistentPmemTier tier(pmemTierConfig(pool, 64 * kMiB), kPmemTestSlab, options());
           verdict = '0';
           if (write(result[1], &verdict, 1) != 1) _exit(8);
           while (read(hold[0], &b, 1) > 0) {
@@ -196,7 +187,7 @@ TEST(PersistentPoolSafety, RebuildNeverRemovesAPoolAnotherProcessHasOpen) {
     close(ready[0]);
     close(hold[1]);
     try {
-      PersistentPmemTier tier(tierConfig(pool), kSlab, options());
+      PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
       tier.setSlabRecord(1, {4096, 0});
       char b = 'r';
       if (write(ready[1], &b, 1) != 1) _exit(8);
@@ -215,7 +206,7 @@ TEST(PersistentPoolSafety, RebuildNeverRemovesAPoolAnotherProcessHasOpen) {
   const ino_t before = inodeOf(pool);
   // Another config (a larger tier) with rebuild allowed: the size check
   // would rebuild, but the pool is open in the child.
-  const std::string msg = refusal(tierConfig(pool, 8 * kMiB), options(true));
+  const std::string msg = refusal(pmemTierConfig(pool, 8 * kMiB), options(true));
   EXPECT_NE(msg.find("in use"), std::string::npos) << msg;
   EXPECT_EQ(inodeOf(pool), before) << "the open pool was replaced";
   close(hold[1]);
@@ -223,7 +214,7 @@ TEST(PersistentPoolSafety, RebuildNeverRemovesAPoolAnotherProcessHasOpen) {
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   close(ready[0]);
-  PersistentPmemTier tier(tierConfig(pool), kSlab, options());
+  PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
   EXPECT_EQ(tier.slabRecord(1), (SlabRecord{4096, 0})) << "the child's pool is intact";
 }
 
@@ -231,11 +222,11 @@ TEST(PersistentPoolSafety, APoolFileOfAnotherUserIsRefusedWithOwnerAndMode) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another uid (chown to 65534)";
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   ASSERT_EQ(::chown(pool.c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chmod(pool.c_str(), 0666), 0);
   for (bool rebuild : {false, true}) {
-    const std::string msg = refusal(tierConfig(pool), options(rebuild));
+    const std::string msg = refusal(pmemTierConfig(pool), options(rebuild));
     EXPECT_NE(msg.find(pool), std::string::npos) << msg;
     EXPECT_NE(msg.find("owner uid 65534"), std::string::npos) << msg;
     EXPECT_NE(msg.find("mode 0666"), std::string::npos) << msg;
@@ -247,17 +238,17 @@ TEST(PersistentPoolSafety, APoolFileOfAnotherUserIsRefusedWithOwnerAndMode) {
 TEST(PersistentPoolSafety, APoolFileOthersCanAccessIsRefused) {
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   for (mode_t mode : {0640, 0604, 0660}) {
     ASSERT_EQ(::chmod(pool.c_str(), mode), 0);
-    const std::string msg = refusal(tierConfig(pool), options(true));
+    const std::string msg = refusal(pmemTierConfig(pool), options(true));
     EXPECT_NE(msg.find("accessible to group or others"), std::string::npos) << msg;
     char m[8];
     std::snprintf(m, sizeof m, "0%o", mode);
     EXPECT_NE(msg.find(std::string("mode ") + m), std::string::npos) << msg;
   }
   ASSERT_EQ(::chmod(pool.c_str(), 0600), 0);
-  PersistentPmemTier tier(tierConfig(pool), kSlab, options());
+  PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
   EXPECT_EQ(tier.openReport(), "opened after a crash");
 }
 
@@ -265,13 +256,13 @@ TEST(PersistentPoolSafety, ASymbolicLinkAtThePoolPathIsNeverFollowed) {
   TempDir dir("/dev/shm");
   const std::string real = dir.file("real.pool");
   const std::string link = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(real), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(real), kPmemTestSlab, options()); }
   ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
-  const std::string msg = refusal(tierConfig(link), options(true));
+  const std::string msg = refusal(pmemTierConfig(link), options(true));
   EXPECT_NE(msg.find("is a symbolic link (to '" + real + "'"), std::string::npos) << msg;
   // A dangling link is not created through either.
   ::unlink(real.c_str());
-  const std::string dangling = refusal(tierConfig(link), options());
+  const std::string dangling = refusal(pmemTierConfig(link), options());
   EXPECT_NE(dangling.find("symbolic link"), std::string::npos) << dangling;
   EXPECT_NE(::access(real.c_str(), F_OK), 0) << "a pool was created at the link's target";
 }
@@ -281,7 +272,7 @@ TEST(PersistentPoolSafety, AnUnprivilegedUserRefusesAPoolPlantedByAnother) {
   TempDir dir("/dev/shm");
   ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);  // the opener's own directory
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   ASSERT_EQ(::chmod(pool.c_str(), 0666), 0);  // planted: readable and writable by anyone
   int out[2];
   ASSERT_EQ(pipe(out), 0);
@@ -292,7 +283,7 @@ TEST(PersistentPoolSafety, AnUnprivilegedUserRefusesAPoolPlantedByAnother) {
     std::string msg;
     int code = 1;
     try {
-      PersistentPmemTier tier(tierConfig(pool), kSlab, options(true));
+      PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options(true));
       msg = "opened: " + tier.openReport();
     } catch (const TierError& e) {
       msg = e.what();
@@ -344,27 +335,27 @@ void xorByte(const std::string& pool, uint64_t at, uint8_t mask) {
 TEST(PersistentPoolSafety, ALaneThatCrashesLibpmemobjIsRefusedWithoutTakingTheProcessDown) {
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   const uint64_t lanes = descriptorWord(pool, 5120);
   ASSERT_EQ(lanes, 8192u) << "PMDK's descriptor moved: this test needs a new offset";
   // One flipped byte in the first lane's undo-log header: its next-log
   // offset then points far outside the pool, and pmemobj_open (1.12)
   // follows it during lane recovery: SIGSEGV.
   xorByte(pool, lanes + 12, 0x9d);
-  const std::string msg = refusal(tierConfig(pool), options());
+  const std::string msg = refusal(pmemTierConfig(pool), options());
   EXPECT_NE(msg.find("libpmemobj metadata is corrupted: libpmemobj crashed opening it in a probe process (signal 11"),
             std::string::npos)
       << msg;
-  PersistentPmemTier tier(tierConfig(pool), kSlab, options(true));
+  PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options(true));
   EXPECT_EQ(tier.openReport().rfind("rebuilt: libpmemobj metadata is corrupted", 0), 0u) << tier.openReport();
 }
 
 TEST(PersistentPoolSafety, CorruptedPmdkPoolHeaderIsRefusedByPmempoolCheck) {
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   xorByte(pool, 100, 0x5a);  // inside PMDK's 4 KiB pool header
-  const std::string msg = refusal(tierConfig(pool), options());
+  const std::string msg = refusal(pmemTierConfig(pool), options());
   EXPECT_NE(msg.find("libpmemobj metadata is corrupted (pmempool check): incorrect pool header"), std::string::npos)
       << msg;
 }
@@ -372,7 +363,7 @@ TEST(PersistentPoolSafety, CorruptedPmdkPoolHeaderIsRefusedByPmempoolCheck) {
 TEST(PersistentPoolSafety, AScribbledHeapHeaderIsRefused) {
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  { PersistentPmemTier tier(tierConfig(pool), kSlab, options()); }
+  { PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options()); }
   const uint64_t heap = descriptorWord(pool, 5136);
   struct stat st {};
   ASSERT_EQ(::stat(pool.c_str(), &st), 0);
@@ -385,7 +376,7 @@ TEST(PersistentPoolSafety, AScribbledHeapHeaderIsRefused) {
   ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(heap)), 4096);
   ::close(fd);
   // libpmemobj itself notices this one (the heap header's checksum).
-  const std::string msg = refusal(tierConfig(pool), options());
+  const std::string msg = refusal(pmemTierConfig(pool), options());
   EXPECT_NE(msg.find("heap"), std::string::npos) << msg;
 }
 

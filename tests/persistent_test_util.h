@@ -9,6 +9,19 @@
 
 namespace tiercache::test {
 
+// The pool-file tier the persistent tier's own tests open (4 slabs of
+// kPmemTestSlab by default).
+inline constexpr uint64_t kPmemTestSlab = 1 << 20;
+inline TierConfig pmemTierConfig(const std::string& path, uint64_t size = 4 * kPmemTestSlab) {
+  TierConfig cfg;
+  cfg.name = "pmem-p";
+  cfg.kind = TierKind::kPmemFile;
+  cfg.size = size;
+  cfg.path = path;
+  cfg.persistent = true;
+  return cfg;
+}
+
 inline CacheConfig persistentConfig(const std::string& poolFile, bool durableSets) {
   CacheConfig cfg = smallDramConfig(4 << 20, "lru", 256 << 10);
   TierConfig pmem;

@@ -21,6 +21,7 @@
 #include "tiers/pmem_file_tier.h"
 #include "tiers/pmemobj_pool.h"
 #include "fs_test_util.h"
+#include "persistent_test_util.h"
 
 namespace tiercache {
 namespace {
@@ -32,24 +33,14 @@ using test::dataFile;
 using pmem_layout::PoolHeader;
 using pmem_layout::SlabRecordSlot;
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kSlab = 1 * kMiB;
+using test::kPmemTestSlab;
+using test::pmemTierConfig;
 constexpr uint64_t kTierSize = 4 * kMiB;
 
 
 std::string diskParent() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
-}
-
-TierConfig tierConfig(const std::string& path, uint64_t size = kTierSize) {
-  TierConfig cfg;
-  cfg.name = "pmem-p";
-  cfg.kind = TierKind::kPmemFile;
-  cfg.size = size;
-  cfg.path = path;
-  cfg.persistent = true;
-  return cfg;
 }
 
 PersistentOpenOptions fp(uint64_t fingerprint, bool rebuild = false) {
@@ -99,7 +90,7 @@ bool allZero(const std::byte* p, size_t n) {
 // The open must fail with a TierError naming the tier, the file and `reason`.
 void expectRefused(const TierConfig& cfg, const PersistentOpenOptions& o, const std::string& reason) {
   try {
-    PersistentPmemTier tier(cfg, kSlab, o);
+    PersistentPmemTier tier(cfg, kPmemTestSlab, o);
     ADD_FAILURE() << "opened, expected refusal: " << reason << " (report: " << tier.openReport() << ")";
   } catch (const TierError& e) {
     const std::string msg = e.what();
@@ -120,7 +111,7 @@ struct PoolMap {
 PoolMap mapOf(const TierConfig& cfg, uint64_t fingerprint) {
   PoolMap m;
   {
-    PersistentPmemTier tier(cfg, kSlab, fp(fingerprint));
+    PersistentPmemTier tier(cfg, kPmemTestSlab, fp(fingerprint));
     m.header = tier.headerOffset();
     m.records = tier.recordsOffset();
     tier.setClean(true);
@@ -138,19 +129,19 @@ class PersistentTierMedium : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(PersistentTierMedium, CreatesAPoolFileWithMode0600) {
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
   EXPECT_EQ(tier.openReport(), "created");
   EXPECT_FALSE(tier.recovered());
   EXPECT_FALSE(tier.wasCleanShutdown());
   EXPECT_TRUE(tier.persistent());
   EXPECT_EQ(tier.kind(), TierKind::kPmemFile);
   EXPECT_EQ(tier.size(), kTierSize);
-  EXPECT_EQ(tier.slabCount(), kTierSize / kSlab);
+  EXPECT_EQ(tier.slabCount(), kTierSize / kPmemTestSlab);
   struct stat st {};
   ASSERT_EQ(::stat(pool().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(tier.mappedBytes(), static_cast<uint64_t>(st.st_size));
-  EXPECT_EQ(tier.mappedBytes(), PersistentPmemTier::poolFileSize(kTierSize, kSlab));
+  EXPECT_EQ(tier.mappedBytes(), PersistentPmemTier::poolFileSize(kTierSize, kPmemTestSlab));
   EXPECT_GT(tier.mappedBytes(), tier.size());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(tier.base()) % 4096, 0u);
   EXPECT_GE(tier.slabAreaOffset(), tier.recordsOffset());
@@ -167,14 +158,14 @@ TEST_P(PersistentTierMedium, ReopenAfterCleanShutdownKeepsBytesAndRecords) {
   std::vector<std::byte> expect(kTierSize);
   fillPattern(expect.data(), expect.size(), 1);
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
     std::memcpy(tier.base(), expect.data(), expect.size());
     tier.persist(tier.base(), tier.size());
     tier.setSlabRecord(0, {4096, 0});
     tier.setSlabRecord(2, {192, 3});
     tier.setClean(true);
   }
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
   EXPECT_TRUE(tier.recovered());
   EXPECT_TRUE(tier.wasCleanShutdown());
   EXPECT_EQ(tier.openReport(), "opened after a clean shutdown");
@@ -190,15 +181,15 @@ TEST_P(PersistentTierMedium, ReopenAfterCleanShutdownKeepsBytesAndRecords) {
 
 TEST_P(PersistentTierMedium, ReopenWithoutSetCleanReportsACrash) {
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
     tier.setClean(true);
   }
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
     EXPECT_TRUE(tier.wasCleanShutdown());
     // Closed without setClean(true): the open itself marked the pool dirty.
   }
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
   EXPECT_TRUE(tier.recovered());
   EXPECT_FALSE(tier.wasCleanShutdown());
   EXPECT_EQ(tier.openReport(), "opened after a crash");
@@ -208,17 +199,17 @@ TEST_P(PersistentTierMedium, ReopenWithoutSetCleanReportsACrash) {
 // opens as after a crash.
 TEST_P(PersistentTierMedium, KilledProcessLeavesPersistedDataAndADirtyPool) {
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
     tier.setClean(true);
   }
-  std::vector<std::byte> expect(kSlab);
+  std::vector<std::byte> expect(kPmemTestSlab);
   fillPattern(expect.data(), expect.size(), 2);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
-    std::memcpy(tier.base() + kSlab, expect.data(), kSlab);
-    tier.persist(tier.base() + kSlab, kSlab);
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
+    std::memcpy(tier.base() + kPmemTestSlab, expect.data(), kPmemTestSlab);
+    tier.persist(tier.base() + kPmemTestSlab, kPmemTestSlab);
     tier.setSlabRecord(1, {512, 1});
     ::raise(SIGKILL);
     ::_exit(3);
@@ -227,27 +218,27 @@ TEST_P(PersistentTierMedium, KilledProcessLeavesPersistedDataAndADirtyPool) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status)) << "child status " << status;
   ASSERT_EQ(WTERMSIG(status), SIGKILL);
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
   EXPECT_TRUE(tier.recovered());
   EXPECT_FALSE(tier.wasCleanShutdown());
   EXPECT_EQ(tier.openReport(), "opened after a crash");
-  EXPECT_EQ(std::memcmp(tier.base() + kSlab, expect.data(), kSlab), 0);
+  EXPECT_EQ(std::memcmp(tier.base() + kPmemTestSlab, expect.data(), kPmemTestSlab), 0);
   EXPECT_EQ(tier.slabRecord(1), (SlabRecord{512, 1}));
 }
 
 TEST_P(PersistentTierMedium, FingerprintMismatchIsRefusedOrRebuilt) {
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(1));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(1));
     fillPattern(tier.base(), tier.size(), 3);
     tier.persist(tier.base(), tier.size());
     tier.setSlabRecord(1, {1024, 0});
     tier.setClean(true);
   }
-  expectRefused(tierConfig(pool()), fp(2),
+  expectRefused(pmemTierConfig(pool()), fp(2),
                 "layout fingerprint differs: the pool was written by another config (pool 0x0000000000000001, "
                 "config 0x0000000000000002)");
   {
-    PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(2, true));
+    PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(2, true));
     EXPECT_EQ(tier.openReport().rfind("rebuilt: layout fingerprint differs", 0), 0u) << tier.openReport();
     EXPECT_FALSE(tier.recovered());
     EXPECT_FALSE(tier.wasCleanShutdown());
@@ -257,37 +248,37 @@ TEST_P(PersistentTierMedium, FingerprintMismatchIsRefusedOrRebuilt) {
     tier.setClean(true);
   }
   EXPECT_EQ(dir_.entries(), std::set<std::string>{"tier.pool"});
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(2));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(2));
   EXPECT_TRUE(tier.recovered()) << "the rebuilt pool carries the new fingerprint";
 }
 
 TEST_P(PersistentTierMedium, SlabGeometryMismatchIsNamed) {
-  { PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7)); }
+  { PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7)); }
   try {
-    PersistentPmemTier tier(tierConfig(pool()), 2 * kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig(pool()), 2 * kPmemTestSlab, fp(7));
     ADD_FAILURE() << "opened with another slab size";
   } catch (const TierError& e) {
     EXPECT_NE(std::string(e.what()).find("slab size differs: the pool has 1048576-byte slabs, the config 2097152"),
               std::string::npos)
         << e.what();
   }
-  expectRefused(tierConfig(pool(), 8 * kMiB), fp(7), "pool is truncated, or was made for a smaller tier");
+  expectRefused(pmemTierConfig(pool(), 8 * kMiB), fp(7), "pool is truncated, or was made for a smaller tier");
   {
     // A bigger pool opened with a smaller tier: the header tells.
     TempDir other(GetParam() == "tmpfs" ? std::string("/dev/shm") : diskParent(), "tiercache-persistent-test");
-    { PersistentPmemTier big(tierConfig(other.file("p"), 16 * kMiB), kSlab, fp(7)); }
-    expectRefused(tierConfig(other.file("p")), fp(7), "slab count differs: the pool has 16 slabs, the config 4");
+    { PersistentPmemTier big(pmemTierConfig(other.file("p"), 16 * kMiB), kPmemTestSlab, fp(7)); }
+    expectRefused(pmemTierConfig(other.file("p")), fp(7), "slab count differs: the pool has 16 slabs, the config 4");
   }
   // Rebuilt to the new geometry when allowed: a bigger file.
-  PersistentPmemTier tier(tierConfig(pool(), 8 * kMiB), kSlab, fp(7, true));
+  PersistentPmemTier tier(pmemTierConfig(pool(), 8 * kMiB), kPmemTestSlab, fp(7, true));
   EXPECT_EQ(tier.openReport().rfind("rebuilt: pool is truncated, or was made for a smaller tier", 0), 0u)
       << tier.openReport();
   EXPECT_EQ(tier.slabCount(), 8u);
-  EXPECT_EQ(fileSize(pool()), PersistentPmemTier::poolFileSize(8 * kMiB, kSlab));
+  EXPECT_EQ(fileSize(pool()), PersistentPmemTier::poolFileSize(8 * kMiB, kPmemTestSlab));
 }
 
 TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
-  const TierConfig cfg = tierConfig(pool());
+  const TierConfig cfg = pmemTierConfig(pool());
   const PoolMap m = mapOf(cfg, 7);
   // The tier's offset is where the signature really is in the file.
   const std::string file = readFile(pool(), 0, fileSize(pool()));
@@ -322,21 +313,21 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
     writeFile(pool(), m.header + c.offset, bytes.data(), bytes.size());
     expectRefused(cfg, fp(7), c.reason);
     writeFile(pool(), m.header, saved.data(), saved.size());
-    PersistentPmemTier ok(cfg, kSlab, fp(7));  // restored: opens again
+    PersistentPmemTier ok(cfg, kPmemTestSlab, fp(7));  // restored: opens again
     EXPECT_TRUE(ok.recovered());
     ok.setClean(true);
   }
   // Rebuilt when allowed.
   const unsigned char junk = 'X';
   writeFile(pool(), m.header, &junk, 1);
-  PersistentPmemTier tier(cfg, kSlab, fp(7, true));
+  PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7, true));
   EXPECT_EQ(tier.openReport(), "rebuilt: not a tiercache pool: no TIERCACHE signature in its header");
 }
 
 // Headers whose checksum is right but whose offsets lie: every offset is
 // checked against the pool's allocated objects and the mapping.
 TEST_P(PersistentTierMedium, ForgedOffsetsWithAValidChecksumAreRefused) {
-  const TierConfig cfg = tierConfig(pool());
+  const TierConfig cfg = pmemTierConfig(pool());
   const PoolMap m = mapOf(cfg, 7);
   auto forge = [&](auto edit, const std::string& reason) {
     SCOPED_TRACE(reason);
@@ -357,14 +348,14 @@ TEST_P(PersistentTierMedium, ForgedOffsetsWithAValidChecksumAreRefused) {
   forge([](PoolHeader& h) { h.slabAreaOffset += 8; }, "is not page aligned");
   forge([](PoolHeader& h) { h.poolSize += 4096; }, "pool is truncated: the file has");
   forge([](PoolHeader& h) { h.poolSize -= 4096; }, "pool file size changed");
-  PersistentPmemTier tier(cfg, kSlab, fp(7));
+  PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7));
   EXPECT_TRUE(tier.recovered()) << "the original header still opens";
 }
 
 TEST_P(PersistentTierMedium, CorruptedSlabRecordIsRefused) {
-  const TierConfig cfg = tierConfig(pool());
+  const TierConfig cfg = pmemTierConfig(pool());
   {
-    PersistentPmemTier tier(cfg, kSlab, fp(7));
+    PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7));
     tier.setSlabRecord(2, {256, 1});
     tier.setClean(true);
   }
@@ -383,17 +374,17 @@ TEST_P(PersistentTierMedium, CorruptedSlabRecordIsRefused) {
   writeFile(pool(), m.records + 3 * sizeof r, &r, sizeof r);
   expectRefused(cfg, fp(7), "slab record 3 is corrupted");
   // allocSize larger than a slab, with a matching check.
-  SlabRecordSlot huge {static_cast<uint32_t>(kSlab + 8), 0, pmem_layout::recordCheck(3, kSlab + 8, 0)};
+  SlabRecordSlot huge{static_cast<uint32_t>(kPmemTestSlab + 8), 0, pmem_layout::recordCheck(3, kPmemTestSlab + 8, 0)};
   writeFile(pool(), m.records + 3 * sizeof r, &huge, sizeof huge);
   expectRefused(cfg, fp(7), "slab record 3 is corrupted (allocSize 1048584");
-  PersistentPmemTier tier(cfg, kSlab, fp(7, true));
+  PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7, true));
   EXPECT_EQ(tier.openReport().rfind("rebuilt: slab record 3 is corrupted", 0), 0u) << tier.openReport();
   EXPECT_EQ(tier.slabRecord(2), SlabRecord{});
 }
 
 TEST_P(PersistentTierMedium, TruncatedFileIsRefused) {
-  const TierConfig cfg = tierConfig(pool());
-  { PersistentPmemTier tier(cfg, kSlab, fp(7)); }
+  const TierConfig cfg = pmemTierConfig(pool());
+  { PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7)); }
   const uint64_t full = fileSize(pool());
   const std::string saved = readFile(pool(), 0, full);
   auto restore = [&] {
@@ -417,11 +408,11 @@ TEST_P(PersistentTierMedium, TruncatedFileIsRefused) {
   ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(full + 4096)), 0);
   expectRefused(cfg, fp(7), "pool is truncated (or not a tiercache pool)");
   restore();
-  { PersistentPmemTier restored(cfg, kSlab, fp(7)); }
+  { PersistentPmemTier restored(cfg, kPmemTestSlab, fp(7)); }
   ASSERT_EQ(::truncate(pool().c_str(), static_cast<off_t>(kMiB)), 0);
   expectRefused(cfg, fp(7), "pool is truncated or not a pool: the file has 1048576 bytes");
   // Rebuilt when allowed: the file still starts like a libpmemobj pool.
-  PersistentPmemTier tier(cfg, kSlab, fp(7, true));
+  PersistentPmemTier tier(cfg, kPmemTestSlab, fp(7, true));
   EXPECT_EQ(tier.openReport().rfind("rebuilt: pool is truncated", 0), 0u) << tier.openReport();
   EXPECT_EQ(fileSize(pool()), full);
 }
@@ -434,15 +425,18 @@ TEST_P(PersistentTierMedium, AFileThatIsNoPoolIsNeverReplaced) {
     ::close(fd);
   }
   writeFile(pool(), 0, junk.data(), junk.size());
-  expectRefused(tierConfig(pool()), fp(7), "libpmemobj refused the file");
-  expectRefused(tierConfig(pool()), fp(7, true), "not replaced: it does not start like a libpmemobj pool");
+  expectRefused(pmemTierConfig(pool()), fp(7), "libpmemobj refused the file");
+  expectRefused(pmemTierConfig(pool()), fp(7, true), "not replaced: it does not start like a libpmemobj pool");
   EXPECT_EQ(readFile(pool(), 0, junk.size()), junk) << "the file was left alone";
 }
 
 TEST_P(PersistentTierMedium, APoolOfAnotherLayoutIsRefusedOrRebuilt) {
-  { PmemObjPool other = PmemObjPool::create(pool(), "someone-else", PersistentPmemTier::poolFileSize(kTierSize, kSlab)); }
-  expectRefused(tierConfig(pool()), fp(7), "wrong layout");
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7, true));
+  {
+    PmemObjPool other =
+        PmemObjPool::create(pool(), "someone-else", PersistentPmemTier::poolFileSize(kTierSize, kPmemTestSlab));
+  }
+  expectRefused(pmemTierConfig(pool()), fp(7), "wrong layout");
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7, true));
   EXPECT_EQ(tier.openReport().rfind("rebuilt: libpmemobj refused the pool", 0), 0u) << tier.openReport();
 }
 
@@ -450,7 +444,7 @@ TEST_P(PersistentTierMedium, AnEmptyFileBecomesAPool) {
   int fd = ::open(pool().c_str(), O_CREAT | O_WRONLY, 0644);
   ASSERT_GE(fd, 0);
   ::close(fd);
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
   EXPECT_EQ(tier.openReport(), "created (the file was empty)");
   struct stat st {};
   ASSERT_EQ(::stat(pool().c_str(), &st), 0);
@@ -458,15 +452,15 @@ TEST_P(PersistentTierMedium, AnEmptyFileBecomesAPool) {
 }
 
 TEST_P(PersistentTierMedium, ASecondOpenOfAnOpenPoolIsRefused) {
-  PersistentPmemTier tier(tierConfig(pool()), kSlab, fp(7));
-  expectRefused(tierConfig(pool()), fp(7, true), "the pool is in use");
+  PersistentPmemTier tier(pmemTierConfig(pool()), kPmemTestSlab, fp(7));
+  expectRefused(pmemTierConfig(pool()), fp(7, true), "the pool is in use");
   EXPECT_EQ(tier.slabRecord(0), SlabRecord{}) << "the open pool was not touched";
 }
 
 TEST_P(PersistentTierMedium, RecordsAndPersistFromManyThreads) {
   constexpr uint64_t kSmallSlab = 64 << 10;
   constexpr uint32_t kThreads = 4;
-  const TierConfig cfg = tierConfig(pool());
+  const TierConfig cfg = pmemTierConfig(pool());
   const uint32_t slabs = kTierSize / kSmallSlab;
   {
     PersistentPmemTier tier(cfg, kSmallSlab, fp(7));
@@ -499,11 +493,11 @@ INSTANTIATE_TEST_SUITE_P(PersistentTierMedia, PersistentTierMedium, ::testing::V
 
 TEST(PersistentTier, RecordAccessIsRangeChecked) {
   TempDir dir("/dev/shm", "tiercache-persistent-test");
-  PersistentPmemTier tier(tierConfig(dir.file("p")), kSlab, fp(7));
+  PersistentPmemTier tier(pmemTierConfig(dir.file("p")), kPmemTestSlab, fp(7));
   EXPECT_THROW(tier.slabRecord(4), TierError);
   EXPECT_THROW(tier.setSlabRecord(4, {64, 0}), TierError);
   try {
-    tier.setSlabRecord(0, {static_cast<uint32_t>(kSlab + 1), 0});
+    tier.setSlabRecord(0, {static_cast<uint32_t>(kPmemTestSlab + 1), 0});
     ADD_FAILURE() << "a record larger than its slab was stored";
   } catch (const TierError& e) {
     EXPECT_NE(std::string(e.what()).find("allocSize 1048577 is larger than the slab"), std::string::npos) << e.what();
@@ -515,16 +509,19 @@ TEST(PersistentTier, RecordAccessIsRangeChecked) {
 
 TEST(PersistentTier, BadPathsAndSizesAreRefusedUpFront) {
   TempDir dir("/dev/shm", "tiercache-persistent-test");
-  expectRefused(tierConfig(""), fp(7), "needs 'path': the pool file");
-  expectRefused(tierConfig(dir.file("missing/p")), fp(7), "directory '" + dir.file("missing") + "' of the pool file does not exist");
-  expectRefused(tierConfig(dir.path()), fp(7), "is a directory; a persistent pmem-file tier's 'path' is the pool FILE");
-  expectRefused(tierConfig(dir.file("small"), kMiB / 2), fp(7), "below the minimum for a persistent tier: 1048576 bytes");
-  expectRefused(tierConfig(dir.file("huge"), 64ull << 30), fp(7), "is above the largest persistent tier");
+  expectRefused(pmemTierConfig(""), fp(7), "needs 'path': the pool file");
+  expectRefused(pmemTierConfig(dir.file("missing/p")), fp(7),
+                "directory '" + dir.file("missing") + "' of the pool file does not exist");
+  expectRefused(pmemTierConfig(dir.path()), fp(7),
+                "is a directory; a persistent pmem-file tier's 'path' is the pool FILE");
+  expectRefused(pmemTierConfig(dir.file("small"), kMiB / 2), fp(7),
+                "below the minimum for a persistent tier: 1048576 bytes");
+  expectRefused(pmemTierConfig(dir.file("huge"), 64ull << 30), fp(7), "is above the largest persistent tier");
   EXPECT_TRUE(dir.entries().empty()) << "no file was made by a refused open";
   // Not writable: /proc refuses files even to root; a 0500 directory
   // refuses them to anyone else.
   try {
-    PersistentPmemTier tier(tierConfig("/proc/tiercache-test.pool"), kSlab, fp(7));
+    PersistentPmemTier tier(pmemTierConfig("/proc/tiercache-test.pool"), kPmemTestSlab, fp(7));
     ADD_FAILURE() << "a pool was made in /proc";
   } catch (const TierError& e) {
     const std::string msg = e.what();
@@ -533,15 +530,15 @@ TEST(PersistentTier, BadPathsAndSizesAreRefusedUpFront) {
   }
   if (::geteuid() != 0) {
     ASSERT_EQ(::chmod(dir.path().c_str(), 0500), 0);
-    expectRefused(tierConfig(dir.file("p")), fp(7), "of the pool file is not writable");
+    expectRefused(pmemTierConfig(dir.file("p")), fp(7), "of the pool file is not writable");
   }
 }
 
 TEST(PersistentTier, OpenPersistentTierHandsOutTheMemoryAndTheRecordsApart) {
   TempDir dir("/dev/shm", "tiercache-persistent-test");
-  TierConfig cfg = tierConfig(dir.file("p"), kTierSize + kSlab / 2);  // rounded down to whole slabs
+  TierConfig cfg = pmemTierConfig(dir.file("p"), kTierSize + kPmemTestSlab / 2);  // rounded down to whole slabs
   {
-    PersistentTierParts pt = openPersistentTier(cfg, kSlab, fp(7));
+    PersistentTierParts pt = openPersistentTier(cfg, kPmemTestSlab, fp(7));
     ASSERT_NE(pt.memory, nullptr);
     ASSERT_NE(pt.records, nullptr);
     EXPECT_TRUE(pt.memory->persistent());
@@ -552,25 +549,27 @@ TEST(PersistentTier, OpenPersistentTierHandsOutTheMemoryAndTheRecordsApart) {
   }
   {
     // openTier opens the same pool, as memory only.
-    std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab, fp(7));
+    std::unique_ptr<MemoryTier> t = openTier(cfg, kPmemTestSlab, fp(7));
     EXPECT_TRUE(t->persistent());
     EXPECT_EQ(t->size(), kTierSize);
   }
   {
-    PersistentTierParts pt = openPersistentTier(cfg, kSlab, fp(7));
+    PersistentTierParts pt = openPersistentTier(cfg, kPmemTestSlab, fp(7));
     EXPECT_EQ(pt.records->slabRecord(1), (SlabRecord{4096, 0})) << "the record written through the parts survives";
   }
   // TierConfig::rebuild_on_mismatch allows the rebuild too.
   cfg.rebuild_on_mismatch = true;
-  EXPECT_EQ(openPersistentTier(cfg, kSlab, fp(8)).records->openReport().rfind("rebuilt: layout fingerprint differs", 0),
+  EXPECT_EQ(openPersistentTier(cfg, kPmemTestSlab, fp(8))
+                .records->openReport()
+                .rfind("rebuilt: layout fingerprint differs", 0),
             0u);
   cfg.persistent = false;
   cfg.path = dir.path();
   cfg.size = kPmemMinSize;
-  std::unique_ptr<MemoryTier> t = openTier(cfg, kSlab);
+  std::unique_ptr<MemoryTier> t = openTier(cfg, kPmemTestSlab);
   EXPECT_FALSE(t->persistent()) << "without 'persistent' a pmem-file tier is volatile";
   try {
-    openPersistentTier(cfg, kSlab, fp(7));
+    openPersistentTier(cfg, kPmemTestSlab, fp(7));
     ADD_FAILURE() << "a volatile pmem-file tier opened as a persistent one";
   } catch (const TierError& e) {
     EXPECT_NE(std::string(e.what()).find("'persistent' set"), std::string::npos) << e.what();

@@ -7,16 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "config/sizes.h"
+#include "fs_test_util.h"
 #include "numa/topology.h"
 #include "tiers/memory_tier.h"
 
 namespace tiercache {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kGiB = 1ull << 30;
-
-std::string dataFile(const std::string& name) { return std::string(TIERCACHE_SOURCE_DIR) + "/tests/data/" + name; }
+using test::dataFile;
 
 const Topology& xml(const std::string& name) {
   // Loaded once per file: every test here only reads them.

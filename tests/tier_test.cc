@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "config/sizes.h"
 #include "numa/topology.h"
 #include "tiers/dax_kmem_tier.h"
 #include "tiers/dram_tier.h"
@@ -33,8 +34,7 @@ using test::TempDir;
 using test::WarningCapture;
 using test::dataFile;
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kSlab = 4 * kMiB;
+constexpr uint64_t kTierSlab = 4 * kMiB;
 
 
 
@@ -86,7 +86,7 @@ class TierContract : public ::testing::TestWithParam<Backend> {
 
 TEST_P(TierContract, SizeIsWholeSlabsAndMappedBytesMatch) {
   // 16 MiB + 3 MiB + 5 bytes: rounded down to four 4 MiB slabs.
-  auto tier = openTier(config(16 * kMiB + 3 * kMiB + 5), kSlab);
+  auto tier = openTier(config(16 * kMiB + 3 * kMiB + 5), kTierSlab);
   EXPECT_EQ(tier->size(), 16 * kMiB);
   EXPECT_EQ(tier->mappedBytes(), 16 * kMiB);
   EXPECT_EQ(tier->kind(), GetParam().kind);
@@ -98,7 +98,7 @@ TEST_P(TierContract, SizeIsWholeSlabsAndMappedBytesMatch) {
 }
 
 TEST_P(TierContract, MemoryReadsZeroThenReadsBackWhatWasWritten) {
-  auto tier = openTier(config(16 * kMiB), kSlab);
+  auto tier = openTier(config(16 * kMiB), kTierSlab);
   std::byte* const b = tier->base();
   const uint64_t n = tier->size();
   for (uint64_t i = 0; i < n; i += 4096) ASSERT_EQ(b[i], std::byte{0}) << "offset " << i;
@@ -113,14 +113,14 @@ TEST_P(TierContract, MemoryReadsZeroThenReadsBackWhatWasWritten) {
 }
 
 TEST_P(TierContract, TooSmallForOneSlabIsRefused) {
-  expectTierError([&] { openTier(config(kSlab - 1), kSlab); },
+  expectTierError([&] { openTier(config(kTierSlab - 1), kTierSlab); },
                   {"tier 't-", "smaller than one slab"});
 }
 
 TEST_P(TierContract, DestructionUnmapsAndLeavesNothingBehind) {
   void* base = nullptr;
   {
-    auto tier = openTier(config(16 * kMiB), kSlab);
+    auto tier = openTier(config(16 * kMiB), kTierSlab);
     base = tier->base();
     ASSERT_EQ(msync(base, 4096, MS_ASYNC), 0);
   }
@@ -184,7 +184,7 @@ TEST_P(TierPmemFile, NotEnoughSpaceIsRefusedUpFront) {
   struct statvfs vfs {};
   ASSERT_EQ(statvfs(dir.path().c_str(), &vfs), 0);
   const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-  const uint64_t size = (free / kSlab + 256) * kSlab;  // 1 GiB more than there is
+  const uint64_t size = (free / kTierSlab + 256) * kTierSlab;  // 1 GiB more than there is
   expectTierError([&] { PmemFileTier("pm", dir.path(), size); },
                   {"tier 'pm': not enough space in '" + dir.path() + "'"});
   EXPECT_TRUE(dir.entries().empty());
@@ -274,7 +274,7 @@ TEST(TierPmemFile, EmptyPathAndNodesAreRefused) {
   c.size = 16 * kMiB;
   c.path = "/dev/shm";
   c.nodes = {0};
-  expectTierError([&] { openTier(c, kSlab); }, {"tier 'pm': 'nodes' does not apply to a pmem-file tier"});
+  expectTierError([&] { openTier(c, kTierSlab); }, {"tier 'pm': 'nodes' does not apply to a pmem-file tier"});
 }
 
 // ---- DramTier binding ---------------------------------------------------
@@ -301,7 +301,7 @@ TEST(TierDram, StrictBindingThatCannotBeMadeRefusesTheTier) {
   c.size = 8 * kMiB;
   c.nodes = {999};
   c.bind_policy = BindPolicy::kStrict;
-  expectTierError([&] { openTier(c, kSlab); }, {"tier 'd0': cannot bind"});
+  expectTierError([&] { openTier(c, kTierSlab); }, {"tier 'd0': cannot bind"});
 }
 
 TEST(TierDram, AdvisoryBindingFailureKeepsAnUnboundTierAndWarns) {
@@ -310,7 +310,7 @@ TEST(TierDram, AdvisoryBindingFailureKeepsAnUnboundTierAndWarns) {
   c.name = "d1";
   c.size = 8 * kMiB;
   c.nodes = {999};  // default policy: advisory
-  auto tier = openTier(c, kSlab);
+  auto tier = openTier(c, kTierSlab);
   auto* dram = dynamic_cast<DramTier*>(tier.get());
   ASSERT_NE(dram, nullptr);
   EXPECT_FALSE(dram->bound());
@@ -348,14 +348,14 @@ TEST(TierDaxKmem, RefusedWithoutAKmemDaxNode) {
   c.name = "kmem";
   c.kind = TierKind::kDaxKmem;
   c.size = 16 * kMiB;
-  expectTierError([&] { openTier(c, kSlab); }, {"tier 'kmem': no KMEM DAX NUMA node on this machine"});
+  expectTierError([&] { openTier(c, kTierSlab); }, {"tier 'kmem': no KMEM DAX NUMA node on this machine"});
   EXPECT_FALSE(DaxKmemTier::memkindDaxKmemAvailable());
   const unsigned dram = Topology::system().nodes().front().os_index;
   c.nodes = {dram};
-  expectTierError([&] { openTier(c, kSlab); },
+  expectTierError([&] { openTier(c, kTierSlab); },
                   {"tier 'kmem': NUMA node " + std::to_string(dram) + " is DRAM memory, not a KMEM DAX (NVM) node"});
   c.nodes = {999};
-  expectTierError([&] { openTier(c, kSlab); }, {"tier 'kmem': NUMA node 999 does not exist"});
+  expectTierError([&] { openTier(c, kTierSlab); }, {"tier 'kmem': NUMA node 999 does not exist"});
 }
 
 TEST(TierDaxKmem, PicksTheNvmNodesOfItsTopology) {
@@ -379,7 +379,7 @@ TEST(TierKinds, NamesRoundTripAndAutoIsNotOpened) {
   c.name = "a";
   c.kind = TierKind::kAuto;
   c.size = 16 * kMiB;
-  expectTierError([&] { openTier(c, kSlab); }, {"tier 'a': kind 'auto' must be resolved by the tier planner"});
+  expectTierError([&] { openTier(c, kTierSlab); }, {"tier 'a': kind 'auto' must be resolved by the tier planner"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Topology: hwloc discovery from saved XML machines and from this machine,
 // and memory binding under each BindPolicy.
 #include "numa/topology.h"
+#include "config/sizes.h"
 #include "fs_test_util.h"
 
 #include <gtest/gtest.h>
@@ -21,10 +22,6 @@ namespace {
 using test::TempDir;
 using test::WarningCapture;
 using test::dataFile;
-
-
-constexpr uint64_t kGiB = 1ull << 30;
-
 
 // An anonymous mapping that no page of has been touched yet.
 struct Mapping {

@@ -84,7 +84,7 @@ std::string document(const std::string& cacheExtra = "", const std::string& test
 })";
 }
 
-void expectError(const std::string& doc, const std::string& path, const std::string& reason) {
+void expectImportError(const std::string& doc, const std::string& path, const std::string& reason) {
   try {
     importCachebench(doc);
     ADD_FAILURE() << "no error; expected " << path;
@@ -204,45 +204,48 @@ TEST(CachebenchTest, KeysNotImplementedAreListedInOneWarning) {
 }
 
 TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
-  expectError(document(R"(, "nvmCacheSizeMB": 1024)"), "cache_config.nvmCacheSizeMB", "no NVM (flash) cache");
-  expectError(document(R"(, "allocator": "Bogus")"), "cache_config.allocator", "no tiercache eviction policy");
-  expectError(document(R"(, "backgroundEvictorStrategy": "bogus")"), "cache_config.backgroundEvictorStrategy",
-              "free-threshold or keep-free");
-  expectError(document(R"(, "promoterThreads": 4)"), "cache_config.promoterThreads", "one promoter thread");
-  expectError(document(R"(, "numDuplicateElements": 100)"), "cache_config.numDuplicateElements", "exactly one tier");
-  expectError(document(R"(, "enableCachePersistence": true)"), "cache_config.enableCachePersistence", "persistent");
-  expectError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.chainedItemLengthRange",
-              "missing (needed with addChainedRatio)");
-  expectError(document("", R"(, "couldExistRatio": 0.1)"), "test_config.couldExistRatio", "no couldExistRatio");
-  expectError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
-  expectError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator", "tiercache-bench replay");
-  expectError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution",
-              "keyPoolDistribution has 1");
-  expectError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "needs ttlSecsRange");
-  expectError(document("", R"(, "ttlSecsRangeProbability": [1])"), "test_config.ttlSecsRangeProbability",
-              "needs ttlSecsRange");
+  expectImportError(document(R"(, "nvmCacheSizeMB": 1024)"), "cache_config.nvmCacheSizeMB", "no NVM (flash) cache");
+  expectImportError(document(R"(, "allocator": "Bogus")"), "cache_config.allocator", "no tiercache eviction policy");
+  expectImportError(document(R"(, "backgroundEvictorStrategy": "bogus")"), "cache_config.backgroundEvictorStrategy",
+                    "free-threshold or keep-free");
+  expectImportError(document(R"(, "promoterThreads": 4)"), "cache_config.promoterThreads", "one promoter thread");
+  expectImportError(document(R"(, "numDuplicateElements": 100)"), "cache_config.numDuplicateElements",
+                    "exactly one tier");
+  expectImportError(document(R"(, "enableCachePersistence": true)"), "cache_config.enableCachePersistence",
+                    "persistent");
+  expectImportError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.chainedItemLengthRange",
+                    "missing (needed with addChainedRatio)");
+  expectImportError(document("", R"(, "couldExistRatio": 0.1)"), "test_config.couldExistRatio", "no couldExistRatio");
+  expectImportError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
+  expectImportError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator",
+                    "tiercache-bench replay");
+  expectImportError(document("", R"(, "opPoolDistribution": [0.5, 0.5])"), "test_config.opPoolDistribution",
+                    "keyPoolDistribution has 1");
+  expectImportError(document("", R"(, "ttlRatio": 0.5)"), "test_config.ttlRatio", "needs ttlSecsRange");
+  expectImportError(document("", R"(, "ttlSecsRangeProbability": [1])"), "test_config.ttlSecsRangeProbability",
+                    "needs ttlSecsRange");
   // Zero values of refused features are fine (what cachebench writes by default).
   EXPECT_NO_THROW(importCachebench(document(R"(, "nvmCacheSizeMB": 0)", R"(, "addChainedRatio": 0)")));
 }
 
 TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
-  expectError(document(R"(, "bogus": )"), "", "invalid JSON");
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}})", "test_config", "missing");
-  expectError(R"({"cache_config": {}, "test_config": {}})", "cache_config.cacheSizeMB", "missing");
-  expectError(document(R"(, "freeThreshold": 9)"), "cache_config.freeThreshold", "lowEvictionAcWatermark");
+  expectImportError(document(R"(, "bogus": )"), "", "invalid JSON");
+  expectImportError(R"({"cache_config": {"cacheSizeMB": 64}})", "test_config", "missing");
+  expectImportError(R"({"cache_config": {}, "test_config": {}})", "cache_config.cacheSizeMB", "missing");
+  expectImportError(document(R"(, "freeThreshold": 9)"), "cache_config.freeThreshold", "lowEvictionAcWatermark");
   std::string tiers = document();
   tiers.replace(tiers.find(R"({"ratio": 1, "memBindNodes": "0"})"), 33, R"({"ratio": 1, "memBindNodes": "x"})");
-  expectError(tiers, "cache_config.memoryTiers[0].memBindNodes", "not a node list");
+  expectImportError(tiers, "cache_config.memoryTiers[0].memBindNodes", "not a node list");
   // Our own validation, reported under the cachebench key it came from.
-  expectError(document("", R"(, "numThreads": 0)"), "test_config.numThreads", "0 is out of range [1, 1024]");
+  expectImportError(document("", R"(, "numThreads": 0)"), "test_config.numThreads", "0 is out of range [1, 1024]");
   std::string keys = document();
   keys.replace(keys.find(R"("keySizeRange": [8, 24])"), 23, R"("keySizeRange": [0, 24])");
-  expectError(keys, "test_config.keySizeRange", "0 is out of range [1B, 255B]");
-  expectError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range");
+  expectImportError(keys, "test_config.keySizeRange", "0 is out of range [1B, 255B]");
+  expectImportError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range");
   std::string probs = document();
   probs.replace(probs.find(R"([0.25, 0.75])"), 12, R"([1])");
-  expectError(probs, "test_config.valSizeRangeProbability",
-              "has 1 entries; cachebench needs one per piece of valSizeRange (2) or one per size (3)");
+  expectImportError(probs, "test_config.valSizeRangeProbability",
+                    "has 1 entries; cachebench needs one per piece of valSizeRange (2) or one per size (3)");
   EXPECT_EQ(cachebenchKeyFor("tiers[1].size"), "cache_config.memoryTiers");
   EXPECT_EQ(cachebenchKeyFor("workload.value_size"), "test_config.valSizeRange");
   EXPECT_EQ(cachebenchKeyFor("eviction.policy"), "eviction.policy");
@@ -474,16 +477,18 @@ TEST(CachebenchPoolsTest, OperationsDefaultToPoolZeroAsInCachebench) {
   std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(cb.workload);
   Rng rng(3);
   for (int i = 0; i < 2000; ++i) ASSERT_LT(sampler->sample(rng), 750u);  // pool 0 = keys [0, 750)
-  expectError(smallConfig("", R"(, "keyPoolDistribution": [1, 1])"), "test_config.keyPoolDistribution",
-              "over 2 pools but cache_config.numPools is 1");
-  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [1, 1, 1])"),
-              "test_config.opPoolDistribution", "has 3 pools but keyPoolDistribution has 2");
-  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [0])"),
-              "test_config.opPoolDistribution", "must not all be 0 [as workload.op_pools]");
-  expectError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 0], "opPoolDistribution": [0, 1])"),
-              "test_config.keyPoolDistribution", "gives pool 1 no keys");
-  expectError(smallConfig("", R"(, "poolDistributions": [{}, {}])"), "test_config.poolDistributions",
-              "per-pool workload distributions");
+  expectImportError(smallConfig("", R"(, "keyPoolDistribution": [1, 1])"), "test_config.keyPoolDistribution",
+                    "over 2 pools but cache_config.numPools is 1");
+  expectImportError(
+      smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [1, 1, 1])"),
+      "test_config.opPoolDistribution", "has 3 pools but keyPoolDistribution has 2");
+  expectImportError(smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [0])"),
+                    "test_config.opPoolDistribution", "must not all be 0 [as workload.op_pools]");
+  expectImportError(
+      smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 0], "opPoolDistribution": [0, 1])"),
+      "test_config.keyPoolDistribution", "gives pool 1 no keys");
+  expectImportError(smallConfig("", R"(, "poolDistributions": [{}, {}])"), "test_config.poolDistributions",
+                    "per-pool workload distributions");
 }
 
 TEST(CachebenchSizesTest, ValueSizesFollowCachebenchsCountRule) {
@@ -509,8 +514,8 @@ TEST(CachebenchSizesTest, ValueSizesFollowCachebenchsCountRule) {
   EXPECT_EQ(one.key_size.max, 15u);
   EXPECT_EQ(one.value_size.max, 199u);
   // keySizeRange has no discrete form in cachebench.
-  expectError(smallConfig("", "", R"("keySizeRange": [8, 16], "keySizeRangeProbability": [0.5, 0.5])"),
-              "test_config.keySizeRangeProbability", "one per piece of keySizeRange (1)");
+  expectImportError(smallConfig("", "", R"("keySizeRange": [8, 16], "keySizeRangeProbability": [0.5, 0.5])"),
+                    "test_config.keySizeRangeProbability", "one per piece of keySizeRange (1)");
 }
 
 TEST(CachebenchSizesTest, LargeValuesGetCachelibsDefaultLargestClass) {
@@ -573,14 +578,14 @@ TEST(CachebenchAllocatorTest, AllocatorsMapThroughOneTable) {
   }
   // cache_component's RAM component is a DRAM cache; the flash one is refused.
   EXPECT_EQ(importCachebench(smallConfig(R"(, "allocator": "RAM")", R"(, "name": "cache_component")")).allocator, "LRU");
-  expectError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator", "no NVM (flash) cache");
+  expectImportError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator", "no NVM (flash) cache");
 }
 
 TEST(CachebenchStressorsTest, UnmappedStressorsAreRefusedByName) {
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "object_cache", "numOps": 10}})",
-              "test_config.name", "\"object_cache\" selects a special cachebench stressor");
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "async", "numOps": 10}})",
-              "test_config.name", "asynchronous");
+  expectImportError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "object_cache", "numOps": 10}})",
+                    "test_config.name", "\"object_cache\" selects a special cachebench stressor");
+  expectImportError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "async", "numOps": 10}})",
+                    "test_config.name", "asynchronous");
   // The mapped ones are selected, with numThreads when given.
   CachebenchConfig m = importCachebench(
       R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"name": "cachelib_map", "numOps": 10, "numThreads": 3}})");
@@ -592,8 +597,7 @@ TEST(CachebenchStressorsTest, UnmappedStressorsAreRefusedByName) {
   // Any other name is a label.
   EXPECT_NO_THROW(importCachebench(smallConfig("", R"(, "name": "my test")")));
   // Without a name and without ratios there is nothing to run.
-  expectError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"numOps": 10}})", "test_config",
-              "all 0");
+  expectImportError(R"({"cache_config": {"cacheSizeMB": 64}, "test_config": {"numOps": 10}})", "test_config", "all 0");
 }
 
 TEST(CachebenchWorkloadTest, OpDelayOnlySetIfMissAndSamplingMap) {
@@ -603,7 +607,7 @@ TEST(CachebenchWorkloadTest, OpDelayOnlySetIfMissAndSamplingMap) {
   EXPECT_EQ(w.op_delay_ns, 2000000u);
   EXPECT_TRUE(w.only_set_if_miss);
   EXPECT_EQ(w.progress_interval_ms, 250u);
-  expectError(smallConfig("", R"(, "opRatePerSec": 100)"), "test_config.opRatePerSec", "operation rate");
+  expectImportError(smallConfig("", R"(, "opRatePerSec": 100)"), "test_config.opRatePerSec", "operation rate");
   WorkloadConfig t = importCachebench(smallConfig("", R"(, "ttlSecsRange": [10, 20], "ttlSecsRangeProbability": [1])"))
                          .workload;
   ASSERT_EQ(t.ttl_secs_buckets.size(), 1u);
@@ -802,9 +806,9 @@ TEST(KvcacheTraceTest, ReplayConfigRunsItsTracesAndNamesAMissingOne) {
     EXPECT_NE(std::string(e.what()).find("trace file " + dir.path() + "/nope.csv does not exist"), std::string::npos)
         << e.what();
   }
-  expectError(R"({"cache_config": {"cacheSizeMB": 16}, "test_config": {"generator": "replay",
+  expectImportError(R"({"cache_config": {"cacheSizeMB": 16}, "test_config": {"generator": "replay",
       "traceFileName": "/tmp/x.csv", "replayGeneratorConfig": {"ampFactor": 4}}})",
-              "test_config.replayGeneratorConfig.ampFactor", "amplification");
+                    "test_config.replayGeneratorConfig.ampFactor", "amplification");
 }
 
 // addChainedRatio and the chainedItem* ranges: parsed as cachebench reads
@@ -829,8 +833,8 @@ TEST(CachebenchChainedTest, ChainedKeysMapAndTheRunChecksEveryChain) {
   ASSERT_EQ(d.chain_length_buckets.size(), 1u);
   EXPECT_EQ(d.chain_length_buckets[0].range.min, 5u);
   EXPECT_EQ(d.chain_length_buckets[0].range.max, 5u);
-  expectError(smallConfig("", R"(, "addChainedRatio": 0.1, "chainedItemLengthRange": [1, 2])"),
-              "test_config.chainedItemValSizeRange", "missing");
+  expectImportError(smallConfig("", R"(, "addChainedRatio": 0.1, "chainedItemLengthRange": [1, 2])"),
+                    "test_config.chainedItemValSizeRange", "missing");
 
   w.threads = 3;
   w.ops_per_thread = 3000;

@@ -12,6 +12,7 @@
 #include "bench/request_stream.h"
 #include "bench/runner.h"
 #include "bench/workload.h"
+#include "small_workload.h"
 
 namespace tiercache::bench {
 namespace {
@@ -35,35 +36,26 @@ TEST(WorkloadPiecesTest, ParseRoundTripAndEnvelope) {
   EXPECT_EQ(again.toJson(), json);
 }
 
-void expectError(const std::string& workload, const std::string& path, const std::string& reason) {
-  try {
-    WorkloadConfig::fromJsonString("{\"workload\": " + workload + "}");
-    ADD_FAILURE() << "no error for " << workload;
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
-  }
-}
-
 TEST(WorkloadPiecesTest, ErrorsNameTheKey) {
-  expectError(R"({"value_size": 10, "value_size_buckets": [{"range": [1, 2]}]})", "workload.value_size",
-              "not both");
-  expectError(R"({"value_size_buckets": []})", "workload.value_size_buckets", "must not be empty");
-  expectError(R"({"value_size_buckets": [{"weight": 1}]})", "workload.value_size_buckets[0].range", "required key is missing");
-  expectError(R"({"value_size_buckets": [{"range": [5, 1]}]})", "workload.value_size_buckets[0].range",
-              "min must not exceed max");
-  expectError(R"({"value_size_buckets": [{"range": [1, 2], "weight": 0}]})", "workload.value_size_buckets",
-              "must not all be 0");
-  expectError(R"({"value_size_buckets": [{"range": [1, 2], "size": 0}]})", "workload.value_size_buckets[0].size",
-              "unknown key");
-  expectError(R"({"get_ratio": 0.8, "set_ratio": 0.1, "lone_get_ratio": 0.2})", "workload",
-              "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1");
-  expectError(R"({"popularity": {"distribution": "piecewise", "buckets": [1, 2], "weights": [1]}})",
-              "workload.popularity.weights", "one weight per bucket (2), not 1");
-  expectError(R"({"popularity": {"distribution": "piecewise", "weights": [1]}})", "workload.popularity.buckets",
-              "at least one bucket");
-  expectError(R"({"popularity": {"distribution": "zipf", "buckets": [1]}})", "workload.popularity.buckets",
-              "only applies to the piecewise distribution");
+  expectWorkloadError(R"({"value_size": 10, "value_size_buckets": [{"range": [1, 2]}]})", "workload.value_size",
+                      "not both");
+  expectWorkloadError(R"({"value_size_buckets": []})", "workload.value_size_buckets", "must not be empty");
+  expectWorkloadError(R"({"value_size_buckets": [{"weight": 1}]})", "workload.value_size_buckets[0].range",
+                      "required key is missing");
+  expectWorkloadError(R"({"value_size_buckets": [{"range": [5, 1]}]})", "workload.value_size_buckets[0].range",
+                      "min must not exceed max");
+  expectWorkloadError(R"({"value_size_buckets": [{"range": [1, 2], "weight": 0}]})", "workload.value_size_buckets",
+                      "must not all be 0");
+  expectWorkloadError(R"({"value_size_buckets": [{"range": [1, 2], "size": 0}]})",
+                      "workload.value_size_buckets[0].size", "unknown key");
+  expectWorkloadError(R"({"get_ratio": 0.8, "set_ratio": 0.1, "lone_get_ratio": 0.2})", "workload",
+                      "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1");
+  expectWorkloadError(R"({"popularity": {"distribution": "piecewise", "buckets": [1, 2], "weights": [1]}})",
+                      "workload.popularity.weights", "one weight per bucket (2), not 1");
+  expectWorkloadError(R"({"popularity": {"distribution": "piecewise", "weights": [1]}})", "workload.popularity.buckets",
+                      "at least one bucket");
+  expectWorkloadError(R"({"popularity": {"distribution": "zipf", "buckets": [1]}})", "workload.popularity.buckets",
+                      "only applies to the piecewise distribution");
 }
 
 TEST(WorkloadPiecesTest, SizesFollowTheirBuckets) {

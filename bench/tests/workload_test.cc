@@ -17,22 +17,6 @@
 namespace tiercache::bench {
 namespace {
 
-// Expects parsing `workloadJson` (the value of "workload") to fail with a
-// ConfigError whose path is `path` and whose message contains `reason`.
-void expectError(const std::string& workloadJson, const std::string& path, const std::string& reason) {
-  std::string doc = R"({"tiers": [], "workload": )" + workloadJson + "}";
-  try {
-    WorkloadConfig::fromJsonString(doc);
-    ADD_FAILURE() << "no error for " << workloadJson;
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
-    if (!path.empty()) {
-      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
-    }
-  }
-}
-
 TEST(WorkloadConfigTest, DefaultsWhenAbsent) {
   WorkloadConfig c = WorkloadConfig::fromJsonString(R"({"slab_size": "1MiB"})");
   WorkloadConfig d;
@@ -84,41 +68,45 @@ TEST(WorkloadConfigTest, ShorthandsAndRoundTrip) {
 }
 
 TEST(WorkloadConfigTest, ErrorsNameTheKey) {
-  expectError(R"({"get_ratio": 1.5, "set_ratio": 0})", "workload.get_ratio", "1.5 is out of range [0, 1]");
-  expectError(R"({"set_ratio": -0.1})", "workload.set_ratio", "out of range [0, 1]");
-  expectError(R"({"get_ratio": 0.5, "set_ratio": 0.3})", "workload", "sum to 1");
-  expectError(R"({"threads": 0})", "workload.threads", "0 is out of range [1, 1024]");
-  expectError(R"({"threads": "2"})", "workload.threads", "expected an integer >= 0, got string");
-  expectError(R"({"keys": -5})", "workload.keys", "negative");
-  expectError(R"({"keys": 0})", "workload.keys", "0 is out of range [1, ");
-  expectError(R"({"ops_per_thread": 1.5})", "workload.ops_per_thread", "whole number");
-  expectError(R"({"thread": 2})", "workload.thread", "unknown key");
-  expectError(R"({"value_size": [64, "4KB"]})", "workload.value_size[1]", "");
-  expectError(R"({"value_size": [64, 32, 16]})", "workload.value_size", "[min, max]");
-  expectError(R"({"value_size": [4096, 64]})", "workload.value_size", "min must not exceed max");
-  expectError(R"({"value_size": true})", "workload.value_size", "expected a size");
-  expectError(R"({"key_size": [4, 300]})", "workload.key_size", "300B is out of range [1B, 255B]");
-  expectError(R"({"keys": 100000, "key_size": [0, 16]})", "workload.key_size", "0 is out of range [1B, 255B]");
-  expectError(R"({"key_pools": [1, 0], "op_pools": [1, 1]})", "workload.key_pools[1]", "no keys");
-  expectError(R"({"key_pools": [1, 1], "op_pools": [1]})", "workload.op_pools", "1 entries for 2 key pools");
-  expectError(R"({"key_pools": [0, 0]})", "workload.key_pools", "must not all be 0");
-  expectError(R"({"popularity": "pareto"})", "workload.popularity", "unknown value \"pareto\", expected one of: uniform, zipf");
-  expectError(R"({"popularity": {"alpha": 0.9}})", "workload.popularity.distribution", "required key is missing");
-  expectError(R"({"popularity": {"distribution": "zipf", "alpha": 0}})", "workload.popularity.alpha", "(0, 10]");
-  expectError(R"({"popularity": {"distribution": "zipf", "alpha": "high"}})", "workload.popularity.alpha",
-              "expected a number");
-  expectError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
-              "only applies to the zipf");
-  expectError(R"({"popularity": {"distribution": "normal", "stddev_fraction": -1}})",
-              "workload.popularity.stddev_fraction", "(0, 10]");
-  expectError(R"({"popularity": {"distribution": "normal", "sigma": 1}})", "workload.popularity.sigma",
-              "unknown key");
-  expectError(R"({"lookaside": 1})", "workload.lookaside", "true or false");
-  expectError(R"({"progress_interval_ms": 99999999})", "workload.progress_interval_ms", "out of range [0, 3600000]");
-  expectError(R"([1, 2])", "workload", "expected an object, got array");
-  expectError(R"({"seed": 1, "threads": 2, "seed": 3})", "workload.seed", "more than once");
-  expectError(R"({"popularity": {"distribution": "zipf", "alpha": 1, "alpha": 2}})", "workload.popularity.alpha",
-              "more than once");
+  expectWorkloadError(R"({"get_ratio": 1.5, "set_ratio": 0})", "workload.get_ratio", "1.5 is out of range [0, 1]");
+  expectWorkloadError(R"({"set_ratio": -0.1})", "workload.set_ratio", "out of range [0, 1]");
+  expectWorkloadError(R"({"get_ratio": 0.5, "set_ratio": 0.3})", "workload", "sum to 1");
+  expectWorkloadError(R"({"threads": 0})", "workload.threads", "0 is out of range [1, 1024]");
+  expectWorkloadError(R"({"threads": "2"})", "workload.threads", "expected an integer >= 0, got string");
+  expectWorkloadError(R"({"keys": -5})", "workload.keys", "negative");
+  expectWorkloadError(R"({"keys": 0})", "workload.keys", "0 is out of range [1, ");
+  expectWorkloadError(R"({"ops_per_thread": 1.5})", "workload.ops_per_thread", "whole number");
+  expectWorkloadError(R"({"thread": 2})", "workload.thread", "unknown key");
+  expectWorkloadError(R"({"value_size": [64, "4KB"]})", "workload.value_size[1]", "");
+  expectWorkloadError(R"({"value_size": [64, 32, 16]})", "workload.value_size", "[min, max]");
+  expectWorkloadError(R"({"value_size": [4096, 64]})", "workload.value_size", "min must not exceed max");
+  expectWorkloadError(R"({"value_size": true})", "workload.value_size", "expected a size");
+  expectWorkloadError(R"({"key_size": [4, 300]})", "workload.key_size", "300B is out of range [1B, 255B]");
+  expectWorkloadError(R"({"keys": 100000, "key_size": [0, 16]})", "workload.key_size", "0 is out of range [1B, 255B]");
+  expectWorkloadError(R"({"key_pools": [1, 0], "op_pools": [1, 1]})", "workload.key_pools[1]", "no keys");
+  expectWorkloadError(R"({"key_pools": [1, 1], "op_pools": [1]})", "workload.op_pools", "1 entries for 2 key pools");
+  expectWorkloadError(R"({"key_pools": [0, 0]})", "workload.key_pools", "must not all be 0");
+  expectWorkloadError(R"({"popularity": "pareto"})", "workload.popularity",
+                      "unknown value \"pareto\", expected one of: uniform, zipf");
+  expectWorkloadError(R"({"popularity": {"alpha": 0.9}})", "workload.popularity.distribution",
+                      "required key is missing");
+  expectWorkloadError(R"({"popularity": {"distribution": "zipf", "alpha": 0}})", "workload.popularity.alpha",
+                      "(0, 10]");
+  expectWorkloadError(R"({"popularity": {"distribution": "zipf", "alpha": "high"}})", "workload.popularity.alpha",
+                      "expected a number");
+  expectWorkloadError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
+                      "only applies to the zipf");
+  expectWorkloadError(R"({"popularity": {"distribution": "normal", "stddev_fraction": -1}})",
+                      "workload.popularity.stddev_fraction", "(0, 10]");
+  expectWorkloadError(R"({"popularity": {"distribution": "normal", "sigma": 1}})", "workload.popularity.sigma",
+                      "unknown key");
+  expectWorkloadError(R"({"lookaside": 1})", "workload.lookaside", "true or false");
+  expectWorkloadError(R"({"progress_interval_ms": 99999999})", "workload.progress_interval_ms",
+                      "out of range [0, 3600000]");
+  expectWorkloadError(R"([1, 2])", "workload", "expected an object, got array");
+  expectWorkloadError(R"({"seed": 1, "threads": 2, "seed": 3})", "workload.seed", "more than once");
+  expectWorkloadError(R"({"popularity": {"distribution": "zipf", "alpha": 1, "alpha": 2}})",
+                      "workload.popularity.alpha", "more than once");
 
   try {
     WorkloadConfig::fromJsonString("{\"workload\": {");
@@ -160,10 +148,10 @@ TEST(WorkloadConfigTest, OldInputsStillParse) {
       R"({"workload":{"ops_per_thread":1e6,"value_size":[64,4096.0],"popularity":{"distribution":"zipf","alpha":0.9}}})");
   EXPECT_EQ(w.ops_per_thread, 1000000u);
   EXPECT_EQ(w.value_size.max, 4096u);
-  expectError(R"({"seed": 1.5})", "workload.seed", "1.5 is not a whole number");
+  expectWorkloadError(R"({"seed": 1.5})", "workload.seed", "1.5 is not a whole number");
   // A parameter of another distribution is refused when written, even at its default.
-  expectError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
-              "only applies to the zipf distribution");
+  expectWorkloadError(R"({"popularity": {"distribution": "uniform", "alpha": 0.9}})", "workload.popularity.alpha",
+                      "only applies to the zipf distribution");
   EXPECT_EQ(popularityName(PopularityKind::kPiecewise), std::string("piecewise"));
 }
 
