@@ -39,7 +39,8 @@ sanitizer_flags=(-DTIERCACHE_BUILD_BENCH=ON -DTIERCACHE_TEST_PER_SUITE=ON)
 sanitizer_targets="tiercache_tests tiercache_bench_tests tiercache-server"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+# tests/tsan-suppressions.txt: why libpmemobj's calls are not intercepted.
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan-suppressions.txt}"
 
 # Some kernels map memory where TSan (LLVM < 18 runtimes) does not expect it
 # ("FATAL: ThreadSanitizer: unexpected memory mapping"); disabling address
