@@ -24,7 +24,10 @@ if ! command -v "$cxx" >/dev/null; then
 fi
 
 mkdir -p "$dir"
+# Line tables only (-g1, as OSS-Fuzz builds): enough for the crash reports'
+# file:line, and a faster build than -g.
 cmake -S "$root" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DTIERCACHE_BUILD_FUZZ=ON -DTIERCACHE_BUILD_TESTS=OFF -DTIERCACHE_BUILD_BENCH=OFF -DTIERCACHE_BUILD_TOOLS=OFF \
   >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
