@@ -9,12 +9,13 @@
 
 namespace tiercache::test {
 
-// The pool-file tier the persistent tier's own tests open (4 slabs of
-// kPmemTestSlab by default).
+// A persistent pool-file tier; by default the one the persistent tier's own
+// tests open (4 slabs of kPmemTestSlab).
 inline constexpr uint64_t kPmemTestSlab = 1 << 20;
-inline TierConfig pmemTierConfig(const std::string& path, uint64_t size = 4 * kPmemTestSlab) {
+inline TierConfig pmemTierConfig(const std::string& path, uint64_t size = 4 * kPmemTestSlab,
+                                 const std::string& name = "pmem-p") {
   TierConfig cfg;
-  cfg.name = "pmem-p";
+  cfg.name = name;
   cfg.kind = TierKind::kPmemFile;
   cfg.size = size;
   cfg.path = path;
@@ -24,13 +25,7 @@ inline TierConfig pmemTierConfig(const std::string& path, uint64_t size = 4 * kP
 
 inline CacheConfig persistentConfig(const std::string& poolFile, bool durableSets) {
   CacheConfig cfg = smallDramConfig(4 << 20, "lru", 256 << 10);
-  TierConfig pmem;
-  pmem.name = "pmem";
-  pmem.kind = TierKind::kPmemFile;
-  pmem.size = 32 << 20;
-  pmem.path = poolFile;
-  pmem.persistent = true;
-  cfg.tiers.push_back(pmem);
+  cfg.tiers.push_back(pmemTierConfig(poolFile, 32 << 20, "pmem"));
   cfg.allocation.max_size = 64 << 10;
   cfg.persistence.durable_sets = durableSets;
   return cfg;
