@@ -76,7 +76,7 @@ for b in "${builds[@]}"; do
   case "$b" in
     # Line tables only (-g1): the same code as -g (debug info never changes
     # GCC's code generation), stack traces and profiles keep file:line, and
-    # the heaviest files compile 20-30% faster (bench/cachebench.cc 21.8 ->
+    # the heaviest files compile 18-27% faster (bench/cachebench.cc 21.8 ->
     # 15.9 s). For a debugger's view of locals, configure with -g yourself.
     plain) dir="$base"; cfg=(RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"); targets="" ;;
     asan) dir="$base-asan"; cfg=(Debug -DTIERCACHE_SANITIZE=address -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" "${sanitizer_flags[@]}") ;;
