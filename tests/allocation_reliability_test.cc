@@ -7,9 +7,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <fstream>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -264,24 +264,24 @@ TEST(PeriodicWorkerWake, WakeUnlessDueLeavesARunThatIsDueSoon) {
   w.stop();
 }
 
-// Skips unless this process runs under the normal policy and a thread may
-// take SCHED_BATCH here (a sandbox may refuse sched_setscheduler).
-#define SKIP_UNLESS_SCHED_BATCH_WORKS()                                                        \
-  do {                                                                                        \
-    if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "not under the normal policy"; \
-    int rc = -1;                                                                              \
-    std::thread([&] {                                                                         \
-      const sched_param none{};                                                               \
-      rc = sched_setscheduler(0, SCHED_BATCH, &none);                                         \
-    }).join();                                                                                \
-    if (rc != 0) GTEST_SKIP() << "sched_setscheduler(SCHED_BATCH) refused here";             \
-  } while (0)
+// Why SCHED_BATCH cannot be tested here, or "" when it can: the process
+// must run under the normal policy, and a thread must be allowed to take
+// SCHED_BATCH (a sandbox may refuse sched_setscheduler).
+std::string schedBatchUnavailable() {
+  if (sched_getscheduler(0) != SCHED_OTHER) return "not under the normal policy";
+  int rc = -1;
+  std::thread([&] {
+    const sched_param none{};
+    rc = sched_setscheduler(0, SCHED_BATCH, &none);
+  }).join();
+  return rc == 0 ? "" : "sched_setscheduler(SCHED_BATCH) refused here";
+}
 
 // Background work does not preempt application threads on its wake-ups:
 // every worker (evictors, promoter, reaper, rebalancer) runs under
 // SCHED_BATCH when the process runs under the normal policy.
 TEST(PeriodicWorkerScheduling, TheTaskRunsUnderSchedBatch) {
-  SKIP_UNLESS_SCHED_BATCH_WORKS();
+  if (const std::string why = schedBatchUnavailable(); !why.empty()) GTEST_SKIP() << why;
   std::atomic<int> runs{0};
   std::atomic<int> policy{-1};
   PeriodicWorker w("sched-batch", std::chrono::seconds(60), [&] {
@@ -328,18 +328,20 @@ TEST(PeriodicWorkerScheduling, APolicyTheProcessChoseIsKept) {
 // The cache's own workers: every background thread a Cache with background
 // eviction, background promotion and the reaper starts is SCHED_BATCH.
 TEST(PeriodicWorkerScheduling, ACachesBackgroundThreadsRunUnderSchedBatch) {
-  SKIP_UNLESS_SCHED_BATCH_WORKS();
+  if (const std::string why = schedBatchUnavailable(); !why.empty()) GTEST_SKIP() << why;
   CacheConfig cfg = test::smallTwoTierConfig("lru", 4 << 20, 16 << 20);
   cfg.background_eviction.enabled = true;
   cfg.background_eviction.threads = 2;
   cfg.promotion.enabled = true;
   cfg.promotion.background = true;
   Cache cache(cfg);
-  std::vector<std::string> seen;
-  // Thread names and policies from /proc: the workers name themselves tc-*.
+  // Each worker thread's name (the workers name themselves tc-*) and policy, from /proc.
+  std::vector<std::pair<std::string, int>> seen;
+  std::string list;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   do {
     seen.clear();
+    list.clear();
     bool allBatch = true;
     for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
       std::ifstream comm(e.path() / "comm");
@@ -347,18 +349,15 @@ TEST(PeriodicWorkerScheduling, ACachesBackgroundThreadsRunUnderSchedBatch) {
       std::getline(comm, name);
       if (name.rfind("tc-", 0) != 0) continue;
       const int policy = sched_getscheduler(std::stoi(e.path().filename().string()));
-      seen.push_back(name + ":" + std::to_string(policy));
+      seen.emplace_back(name, policy);
+      list += name + ":" + std::to_string(policy) + " ";
       allBatch = allBatch && policy == SCHED_BATCH;
     }
     if (seen.size() >= 3 && allBatch) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   } while (std::chrono::steady_clock::now() < deadline);
-  std::string list;
-  for (const std::string& n : seen) list += n + " ";
   ASSERT_GE(seen.size(), 3u) << "expected 2 evictors and the promoter: " << list;
-  for (const std::string& n : seen) {
-    EXPECT_EQ(n.substr(n.find(':') + 1), std::to_string(SCHED_BATCH)) << n << " (all: " << list << ")";
-  }
+  for (const auto& [name, policy] : seen) EXPECT_EQ(policy, SCHED_BATCH) << name << " (all: " << list << ")";
 }
 
 }  // namespace

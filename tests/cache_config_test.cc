@@ -1063,7 +1063,7 @@ TEST(ConfigDram, SmallAndLargeCaches) {
 
 // ---------------------------------------------------------------------------
 
-std::string docsPath() { return std::string(TIERCACHE_SOURCE_DIR) + "/docs/configuration.md"; }
+std::string docsPath() { return TIERCACHE_SOURCE_DIR "/docs/configuration.md"; }
 
 TEST(ConfigDocs, MarkdownTableHasEveryKeyOfAFullConfig) {
   const std::string md = configOptionsMarkdown();

@@ -16,9 +16,7 @@
 namespace tiercache::test {
 
 // A saved topology or other fixture under tests/data/.
-inline std::string dataFile(const std::string& name) {
-  return std::string(TIERCACHE_SOURCE_DIR) + "/tests/data/" + name;
-}
+inline std::string dataFile(const std::string& name) { return TIERCACHE_SOURCE_DIR "/tests/data/" + name; }
 
 // A fresh directory under `parent`, removed (with anything left in it) at scope exit.
 class TempDir {

@@ -124,7 +124,7 @@ TEST_F(BenchCliTest, JsonReportAndProgressOnRequest) {
 
 TEST(BenchConfigsTest, ShippedConfigsParse) {
   for (const char* name : {"default.json", "dram.json", "kmem-dax.json"}) {
-    std::string path = std::string(TIERCACHE_SOURCE_DIR) + "/configs/" + name;
+    std::string path = std::string(TIERCACHE_SOURCE_DIR "/configs/") + name;
     CacheConfig c = CacheConfig::fromJsonFile(path);
     WorkloadConfig w = WorkloadConfig::fromJsonFile(path);
     EXPECT_FALSE(c.tiers.empty()) << name;
