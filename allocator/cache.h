@@ -297,7 +297,11 @@ class Cache final : private ItemFate {
   // (out of its policy, onto the free list) to a batch: the evictor drains
   // every class's deferred frees each run, and an allocation that finds no
   // free slot drains its class first (docs/design.md, "Deferred frees").
+  // Not while every evictor stands aside for want of a spare core
+  // (Movers::defersFrees): then nothing drains them but allocations that
+  // run dry, each of which would pay for all the frees since the last.
   bool deferFrees_ = false;
+  bool defersFrees() const;
   // An item meant for `tier` may be stored in a lower tier instead: not
   // when a durable set targets a persistent tier.
   bool maySpillBelow(uint32_t tier) const;

@@ -541,6 +541,16 @@ const config::Schema& schema() {
       {.section = kBackgroundEviction, .name = "keep_free", .type = Type::kCount,
        .description = "keep-free: free slots to keep in every class.",
        .field = TC_FIELD(c.background_eviction.keep_free), .max = 1000000},
+      {.section = kBackgroundEviction, .name = "yield_to_application", .type = Type::kBool,
+       .description = "Evictors stand aside while the process leaves less than half a core idle (of the "
+                      "CPUs it may use, capped by its cgroup's quota): their runs would take a core from the "
+                      "application, and allocations evict the same batches themselves. false: they always run.",
+       .field = TC_FIELD(c.background_eviction.yield_to_application)},
+      {.section = kBackgroundEviction, .name = "available_cores", .type = Type::kReal,
+       .description = "The cores yield_to_application judges the process's CPU use against; 0: detect (the CPUs "
+                      "the process may run on, capped by its cgroup v2 quota). Set it where the machine "
+                      "reserves cores for other work.",
+       .field = TC_FIELD(c.background_eviction.available_cores), .max = 4096},
 
       // ---- promotion
       {.section = kPromotion, .name = "enabled", .type = Type::kBool,

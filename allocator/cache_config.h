@@ -142,6 +142,10 @@ struct BackgroundEvictionConfig {
   uint32_t min_batch = 8;
   uint32_t max_batch = 512;
   uint32_t keep_free = 64;            // KeepFree: free slots per class
+  // Stand aside while the process leaves less than half a core idle
+  // (allocations then evict for themselves; docs/design.md).
+  bool yield_to_application = true;
+  double available_cores = 0;  // what the yield judges against; 0: detect
 
   friend bool operator==(const BackgroundEvictionConfig&, const BackgroundEvictionConfig&) = default;
 };

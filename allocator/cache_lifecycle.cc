@@ -20,6 +20,7 @@
 #include "expiry.h"
 #include "item.h"
 #include "item_reaper.h"
+#include "movers.h"
 #include "slab_allocator.h"
 
 namespace tiercache {
@@ -84,6 +85,8 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& cond, 
   return publishHashed(std::move(handle), cond, notifyReplaced, handle.hash_);
 }
 
+bool Cache::defersFrees() const { return deferFrees_ && movers_->defersFrees(); }
+
 InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced,
                                    uint64_t hash) {
   // Another cache's slot linked into this index would corrupt both.
@@ -124,7 +127,7 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
     } else {
       policy.replace(ref.raw(), out.old.raw());
     }
-    if (!deferFrees_) {
+    if (!defersFrees()) {
       ac->pushFree(out.old);
     } else if (!ac->pushSpare(out.old)) {
       // Out of the policy already: the batch only frees it.
@@ -144,7 +147,7 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
       release(old, out.old);
     } else if (out.ownedOld) {
       if (out.oldDead) notifyRemoved(*old, RemoveCause::kExpired);
-      if (deferFrees_) {
+      if (defersFrees()) {
         table_->owner(out.old)->deferFree(out.old);
       } else {
         freeOwned(out.old);

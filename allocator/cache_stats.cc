@@ -112,6 +112,7 @@ CacheStats CacheStats::since(const CacheStats& before) const {
     w->traversals -= b->traversals;
     w->items -= b->items;
     w->busy_nanos -= b->busy_nanos;
+    w->yielded_runs -= b->yielded_runs;
   }
   return d;
 }
@@ -129,6 +130,7 @@ std::string CacheStats::toJson() const {
                                   {"traversals", w.traversals},
                                   {"items", w.items},
                                   {"busy_nanos", w.busy_nanos},
+                                  {"yielded_runs", w.yielded_runs},
                                   {"avg_items_per_run", w.avgItemsPerRun()},
                                   {"avg_traversal_us", w.avgTraversalMicros()}};
   };

@@ -133,6 +133,7 @@ struct WorkerStats {
   uint64_t traversals = 0;     // classes visited
   uint64_t items = 0;          // items evicted / promoted
   uint64_t busy_nanos = 0;
+  uint64_t yielded_runs = 0;  // evictor runs that stood aside: no spare core
   double avgItemsPerRun() const { return runs ? double(items) / double(runs) : 0.0; }
   double avgTraversalMicros() const { return traversals ? double(busy_nanos) / 1e3 / double(traversals) : 0.0; }
 };

@@ -170,9 +170,9 @@ Movers::Movers(const MoverParts& parts)
         strategy = std::make_unique<FreeThresholdStrategy>(be.low_watermark, be.high_watermark, be.min_batch,
                                                            be.max_batch);
       }
-      evictors_.push_back(std::make_unique<BackgroundEvictor>(*this, std::move(strategy), i, be.threads,
-                                                              std::chrono::milliseconds(be.interval_ms),
-                                                              std::chrono::milliseconds(kIdleIntervalMs)));
+      evictors_.push_back(std::make_unique<BackgroundEvictor>(
+          *this, std::move(strategy), i, be.threads, std::chrono::milliseconds(be.interval_ms),
+          std::chrono::milliseconds(kIdleIntervalMs), be.yield_to_application, be.available_cores));
     }
   }
   const PromotionConfig& pc = config_.promotion;
@@ -569,8 +569,12 @@ bool Movers::served(const AllocationClass& ac) const {
 }
 
 void Movers::wakeEvictor(const AllocationClass& ac, bool urgent) {
+  if (evictors_.empty()) return;
   const size_t cls = flatClassIndex(ac);
-  if (!evictors_.empty()) evictors_[cls % evictors_.size()]->tell(cls, urgent);
+  BackgroundEvictor& e = *evictors_[cls % evictors_.size()];
+  // Standing aside, it would not serve the class: the allocation evicts
+  // for itself, and spares itself the wake-up.
+  if (!e.yielding()) e.tell(cls, urgent);
 }
 
 size_t Movers::classCount() const {
@@ -636,6 +640,7 @@ void Movers::addStats(CacheStats& s) const {
     to.traversals += w.traversals;
     to.items += w.items;
     to.busy_nanos += w.busyNanos;
+    to.yielded_runs += w.yields;
   };
   for (const auto& e : evictors_) addWorker(s.background_evictor, e->stats());
   if (promoter_) addWorker(s.promoter, promoter_->stats());

@@ -116,6 +116,15 @@ class Movers final : public BackgroundTarget {
   // next tier has room, else dropped. False when the donor released none.
   bool moveSlab(uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver);
 
+  // Whether a background evictor is serving classes (none stands aside for
+  // want of a spare core): the cache defers its frees to them only then.
+  bool defersFrees() const {
+    for (const auto& e : evictors_) {
+      if (!e->yielding()) return true;
+    }
+    return false;
+  }
+
   // Adds the movers' counters and worker figures to s.
   void addStats(CacheStats& s) const;
 

@@ -117,6 +117,7 @@ std::string formatTierBlocks(const WorkloadResult& r, const CacheStats& d) {
                  withCommas(w.traversals).c_str(), withCommas(w.items).c_str());
     s += sformat("Avg items per run: %.1f, avg time per class visit: %.2f us\n", w.avgItemsPerRun(),
                  w.avgTraversalMicros());
+    if (w.yielded_runs) s += sformat("Stood aside (no spare core): %s runs\n", withCommas(w.yielded_runs).c_str());
   }
   for (const TierStats& t : a.tiers) {
     if (!t.persistent) continue;
@@ -262,6 +263,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
   }
   cache["alloc_success_ratio"] = d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0;
   cache["background_evictor_runs"] = d.background_evictor.runs;
+  cache["background_evictor_yielded_runs"] = d.background_evictor.yielded_runs;
   cache["hit_ratio"] = d.gets ? double(d.hits) / double(d.gets) : 0.0;
   cache["miss_ratio"] = r.ops.gets ? 1.0 - double(r.ops.get_hits) / double(r.ops.gets) : 0.0;
   cache["byte_miss_ratio"] = r.ops.get_bytes ? 1.0 - double(r.ops.get_hit_bytes) / double(r.ops.get_bytes) : 0.0;

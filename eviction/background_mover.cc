@@ -18,12 +18,13 @@ BackgroundWorkerStats WorkerCounters::snapshot() const {
   s.traversals = traversals_.load(std::memory_order_relaxed);
   s.items = items_.load(std::memory_order_relaxed);
   s.busyNanos = busyNanos_.load(std::memory_order_relaxed);
+  s.yields = yields_.load(std::memory_order_relaxed);
   return s;
 }
 
 BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id,
                                      size_t threads, std::chrono::milliseconds interval,
-                                     std::chrono::milliseconds idleInterval)
+                                     std::chrono::milliseconds idleInterval, bool yieldToApplication, double cores)
     : target_(target),
       strategy_(std::move(strategy)),
       id_(id),
@@ -32,6 +33,8 @@ BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<E
       idleInterval_(std::max(idleInterval, interval)),
       told_(std::make_unique<std::atomic<bool>[]>(target.classCount())),
       wait_(interval),
+      yieldToApplication_(yieldToApplication),
+      spareCores_(cores),
       worker_("tc-evict-" + std::to_string(id), interval, [this] { runOnce(); }) {}
 
 void BackgroundEvictor::tell(size_t cls, bool urgent) {
@@ -61,6 +64,17 @@ size_t BackgroundEvictor::serve(size_t cls, uint64_t& visited, bool& active) {
 
 size_t BackgroundEvictor::runOnce() {
   const auto t0 = std::chrono::steady_clock::now();
+  if (yieldToApplication_) {
+    const bool aside = !spareCores_.spare(t0);
+    if (aside != yielding_.load(std::memory_order_relaxed)) yielding_.store(aside, std::memory_order_relaxed);
+    if (aside) {
+      // Tells that came before the cache saw yielding() stay pending: the
+      // first run with a spare core serves them.
+      counters_.recordYield();
+      worker_.waitNext(interval_);
+      return 0;
+    }
+  }
   size_t done = 0;
   uint64_t visited = 0;
   const size_t n = target_.classCount();

@@ -18,6 +18,14 @@
 // cache evict (demote) that many items; the cache takes each lock once per
 // sub-batch of a few dozen items, never for a whole batch. Counters are
 // atomic: stats() reads them from other threads.
+//
+// Standing aside (yieldToApplication): while the process (this thread
+// included) leaves less than half a core idle (SpareCoreMeter), a run serves no
+// class: its work would take a core from an application thread, and an
+// allocation that finds no free slot evicts the same batch itself.
+// yielding() tells the cache to stop telling it meanwhile (a tell could
+// cost the allocating thread a wake-up). The meter looks again every
+// interval; a spare core brings the evictor back.
 #pragma once
 
 #include <atomic>
@@ -29,6 +37,7 @@
 
 #include "background_strategy.h"
 #include "../common/periodic_worker.h"
+#include "../common/spare_cores.h"
 
 namespace tiercache {
 
@@ -51,6 +60,7 @@ struct BackgroundWorkerStats {
   uint64_t traversals = 0;      // classes looked at
   uint64_t items = 0;           // items evicted (or promoted)
   uint64_t busyNanos = 0;       // time spent in runs
+  uint64_t yields = 0;          // runs that stood aside (no spare core)
 };
 
 // The counters every background worker keeps; atomic because stats() reads
@@ -58,17 +68,19 @@ struct BackgroundWorkerStats {
 class WorkerCounters {
  public:
   void recordRun(uint64_t traversals, uint64_t items, std::chrono::steady_clock::time_point start);
+  void recordYield() { yields_.fetch_add(1, std::memory_order_relaxed); }
   BackgroundWorkerStats snapshot() const;
 
  private:
-  std::atomic<uint64_t> runs_{0}, traversals_{0}, items_{0}, busyNanos_{0};
+  std::atomic<uint64_t> runs_{0}, traversals_{0}, items_{0}, busyNanos_{0}, yields_{0};
 };
 
 class BackgroundEvictor {
  public:
-  BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id,
-                    size_t threads, std::chrono::milliseconds interval,
-                    std::chrono::milliseconds idleInterval = std::chrono::milliseconds(1000));
+  BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<EvictionStrategy> strategy, size_t id, size_t threads,
+                    std::chrono::milliseconds interval,
+                    std::chrono::milliseconds idleInterval = std::chrono::milliseconds(1000),
+                    bool yieldToApplication = false, double cores = 0);
   void start() { worker_.start(); }
   void stop() { worker_.stop(); }
   void wake() { worker_.wake(); }
@@ -81,6 +93,8 @@ class BackgroundEvictor {
   BackgroundWorkerStats stats() const { return counters_.snapshot(); }
   // One pass over this evictor's classes (what the thread runs).
   size_t runOnce();
+  // It stands aside for want of a spare core (see above): don't tell it.
+  bool yielding() const { return yielding_.load(std::memory_order_relaxed); }
 
  private:
   BackgroundTarget& target_;
@@ -96,6 +110,9 @@ class BackgroundEvictor {
   uint32_t idleLooks_ = 0;
   bool busy_ = false;  // the last full look saw allocations, work or tells
   std::chrono::steady_clock::time_point lastFullLook_{};
+  const bool yieldToApplication_;
+  SpareCoreMeter spareCores_;  // the worker thread's own
+  std::atomic<bool> yielding_{false};
   WorkerCounters counters_;
   PeriodicWorker worker_;  // last: its thread must stop before the rest goes
 };

@@ -46,7 +46,8 @@ constexpr const char* kFull = R"({
   "demotion": {"enabled": false},
   "background_eviction": {"enabled": true, "threads": 3, "interval_ms": 25, "strategy": "keep-free",
                           "low_watermark": 1.5, "high_watermark": 7.25, "min_batch": 4, "max_batch": 300,
-                          "keep_free": 17},
+                          "keep_free": 17, "yield_to_application": false,
+                          "available_cores": 1.5},
   "promotion": {"enabled": true, "background": false, "hits": 5, "max_per_sec": 2000, "interval_ms": 40,
                 "max_batch": 33, "queue_size": 999, "upper_free_watermark": 12.5},
   "persistence": {"durable_sets": true, "demote_on_shutdown": false},
@@ -225,6 +226,8 @@ TEST(ConfigParse, FullConfigReadsEveryField) {
   EXPECT_EQ(be.min_batch, 4u);
   EXPECT_EQ(be.max_batch, 300u);
   EXPECT_EQ(be.keep_free, 17u);
+  EXPECT_FALSE(be.yield_to_application);
+  EXPECT_EQ(be.available_cores, 1.5);
   const PromotionConfig& p = c.promotion;
   EXPECT_TRUE(p.enabled);
   EXPECT_FALSE(p.background);

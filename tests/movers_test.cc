@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "allocator/cache.h"
+#include "common/spare_cores.h"
 #include "eviction/background_strategy.h"
 #include "test_util.h"
 
@@ -35,6 +37,7 @@ CacheConfig twoTiers(uint64_t dram, uint64_t pmem) {
 TEST(MoversStress, TwoEvictorsPromoterAndFourThreadsOverFourTimesTheCache) {
   CacheConfig cfg = twoTiers(4 << 20, 16 << 20);
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.threads = 2;
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.low_watermark = 10;
@@ -110,6 +113,7 @@ TEST(MoversStress, TwoEvictorsPromoterAndFourThreadsOverFourTimesTheCache) {
 TEST(MoversRace, BatchMovesRacingFindRemoveReplaceNeverServeStaleOrLoseAKey) {
   CacheConfig cfg = twoTiers(2 << 20, 16 << 20);
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.threads = 2;
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.low_watermark = 30;  // demote a lot
@@ -244,6 +248,7 @@ TEST(MoversDeferredFree, ReplacedSlotsAreReusedNotLostAndNothingIsEvicted) {
   CacheConfig cfg = test::smallDramConfig(1 << 20, "lru", kSlab);
   cfg.allocation.max_size = kSlab;
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.low_watermark = 0;  // its strategy never evicts
   cfg.background_eviction.high_watermark = 0;
   cfg.background_eviction.min_batch = 1;
@@ -283,6 +288,75 @@ TEST(MoversDeferredFree, ReplacedSlotsAreReusedNotLostAndNothingIsEvicted) {
     ASSERT_EQ(*v, makeValue(key, 3, 400)) << key;
   }
   EXPECT_EQ(after.items, before.items);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// yield_to_application: while the application leaves no core spare, the
+// evictor stands aside (allocations evict for themselves, and the evictor
+// is neither told nor woken); once a core is spare again it serves its
+// classes. available_cores = 1 makes "no core spare" a matter of this
+// process alone: two threads setting flat out use most of a core whatever
+// else the machine runs. Values are checksummed, and the consistency
+// checker runs at the end (frees are direct while it stands aside,
+// deferred while it runs: both paths are taken).
+TEST(EvictorYield, StandsAsideWhileTheApplicationKeepsTheCoresBusyAndComesBack) {
+  CacheConfig cfg = twoTiers(2 << 20, 16 << 20);
+  cfg.background_eviction.enabled = true;
+  cfg.background_eviction.interval_ms = 1;
+  cfg.background_eviction.available_cores = 1;
+  ASSERT_TRUE(cfg.background_eviction.yield_to_application) << "the default";
+  Cache cache(cfg);
+  const int keySpace = 80000;  // ~80K keys of ~400 bytes with headers: about 2x both tiers
+  std::atomic<uint64_t> bad{0};
+  auto work = [&](uint64_t seed, int ops) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < ops; ++i) {
+      const std::string key = "key:" + std::to_string(rng() % keySpace);
+      if (rng() % 4 == 0) {
+        if (auto v = cache.get(key); v && !checkValue(key, *v)) bad.fetch_add(1);
+      } else {
+        cache.set(key, makeValue(key, static_cast<uint32_t>(i), 200 + rng() % 300));
+      }
+    }
+  };
+  // Busy: two threads for at least 8 meter windows, and until the evictor
+  // has stood aside for a while.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int t = 0; t < 2; ++t) {
+    busy.emplace_back([&, t] {
+      for (uint64_t round = 0; !stop.load(std::memory_order_relaxed); ++round) work(1000 * t + round, 2000);
+    });
+  }
+  std::this_thread::sleep_for(4 * SpareCoreMeter::kWindow);
+  const CacheStats early = cache.stats();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  CacheStats late;
+  do {
+    std::this_thread::sleep_for(4 * SpareCoreMeter::kWindow);
+    late = cache.stats();
+  } while (late.background_evictor.yielded_runs < early.background_evictor.yielded_runs + 20 &&
+           std::chrono::steady_clock::now() < deadline);
+  stop = true;
+  for (auto& th : busy) th.join();
+  const uint64_t fg = late.tiers[0].evictions - early.tiers[0].evictions;
+  const uint64_t bg = late.tiers[0].background_evictions - early.tiers[0].background_evictions;
+  EXPECT_GE(late.background_evictor.yielded_runs, early.background_evictor.yielded_runs + 20);
+  EXPECT_GT(fg, 0u) << "allocations evicted for themselves";
+  EXPECT_LT(bg, fg) << "standing aside, the evictor did less of the eviction than the allocations";
+
+  // Spare: one thread, a few sets now and then; the class runs low and the
+  // evictor, back, serves it.
+  const CacheStats quiet = cache.stats();
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        work(7, 200);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return cache.stats().background_evictions > quiet.background_evictions;
+      },
+      std::chrono::seconds(20)))
+      << "the evictor did not come back";
+  EXPECT_EQ(bad.load(), 0u);
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 

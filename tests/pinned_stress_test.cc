@@ -42,6 +42,7 @@ TEST_P(PinnedStress, FailedSetsStayNearThePinnedShare) {
   cfg.rebalance.enabled = true;
   cfg.demotion.enabled = true;
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.threads = 1;
   cfg.background_eviction.interval_ms = 5;
   Cache cache(cfg);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "allocator/cache_config.h"
 
@@ -94,6 +95,18 @@ inline bool checkValue(std::string_view key, std::string_view v) {
   for (int i = 0; i < 8; ++i) sum |= uint64_t(static_cast<unsigned char>(v[i])) << (8 * i);
   for (int i = 0; i < 8; ++i) len |= uint64_t(static_cast<unsigned char>(v[8 + i])) << (8 * i);
   return len == v.size() && sum == (fnv1a(v.substr(16)) ^ fnv1a(key));
+}
+
+// Polls pred every 2 ms until it holds (true) or limit passes (false):
+// for what a background thread does in its own time.
+template <class Pred>
+bool waitFor(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 }  // namespace tiercache::test

@@ -17,6 +17,7 @@ namespace {
 using test::checkValue;
 using test::makeValue;
 using test::smallTwoTierConfig;
+using test::waitFor;
 
 constexpr uint64_t kDram = test::kSmallDram;
 constexpr uint64_t kPmem = test::kSmallPmem;
@@ -28,16 +29,6 @@ int fill(Cache& cache, int from, int to, size_t size) {
   int ok = 0;
   for (int i = from; i < to; ++i) ok += cache.set(key(i), makeValue(key(i), 0, size));
   return ok;
-}
-
-template <class Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 TEST(TieredCache, EvictionDemotesIntoTheSecondTierAndFindReachesBoth) {
@@ -110,6 +101,7 @@ class BackgroundEvictionTest : public ::testing::TestWithParam<EvictorStrategyKi
 TEST_P(BackgroundEvictionTest, KeepsTierZeroReadyAndDemotesInBatches) {
   CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.threads = 1;
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.strategy = GetParam();
@@ -148,6 +140,7 @@ TEST_P(BackgroundEvictionTest, KeepsTierZeroReadyAndDemotesInBatches) {
 TEST(BackgroundEviction, KeepFreeLeavesAtLeastNFreeSlotsPerClass) {
   CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.strategy = EvictorStrategyKind::kKeepFree;
   cfg.background_eviction.keep_free = 30;
@@ -167,6 +160,7 @@ TEST(BackgroundEviction, KeepFreeLeavesAtLeastNFreeSlotsPerClass) {
 TEST(BackgroundEviction, FreeThresholdLeavesFreeSpaceBetweenTheWatermarks) {
   CacheConfig cfg = smallTwoTierConfig();
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.low_watermark = 10;
   cfg.background_eviction.high_watermark = 25;
@@ -201,6 +195,7 @@ TEST_P(PromotionTest, HotSetMovesUpAndAScanDoesNotPushItOut) {
   cfg.promotion.hits = 2;
   cfg.promotion.interval_ms = 1;
   cfg.background_eviction.enabled = true;  // keeps free room in DRAM for promotions
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.interval_ms = 1;
   cfg.background_eviction.low_watermark = 5;
   cfg.background_eviction.high_watermark = 10;
@@ -240,6 +235,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, PromotionTest, ::testing::Values(false, true),
 TEST(TieredCache, ConcurrentAppThreadsWithEvictorAndPromoter) {
   CacheConfig cfg = smallTwoTierConfig("clock");
   cfg.background_eviction.enabled = true;
+  cfg.background_eviction.yield_to_application = false;  // the evictors run, spare core or not
   cfg.background_eviction.threads = 2;
   cfg.background_eviction.interval_ms = 1;
   cfg.promotion.enabled = true;
