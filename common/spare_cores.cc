@@ -79,7 +79,12 @@ bool SpareCoreMeter::spare(std::chrono::steady_clock::time_point now) {
     // had it not run cannot be told from CPU times, and assuming they
     // would keeps it from taking a core they need.
     used_ = double(process - processNs_) / wall;
-    verdict_ = cores_ - used_ >= minSpare_;
+    // One busy window sends the evictor aside; kSpareWindowsToResume spare
+    // ones in a row bring it back, so a window that only looked idle
+    // (application threads descheduled by the host, a pause) does not
+    // start it on a core that is not there.
+    spareInARow_ = cores_ - used_ >= minSpare_ ? spareInARow_ + 1 : 0;
+    verdict_ = verdict_ ? spareInARow_ > 0 : spareInARow_ >= kSpareWindowsToResume;
   }
   started_ = true;
   windowStart_ = now;

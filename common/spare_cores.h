@@ -28,12 +28,16 @@ namespace tiercache {
 class SpareCoreMeter {
  public:
   static constexpr std::chrono::milliseconds kWindow{50};
+  // Spare windows in a row that turn a "no" into a "yes" (a busy one
+  // turns a "yes" into a "no" at once).
+  static constexpr int kSpareWindowsToResume = 2;
 
   // cores: the cores the process may use; 0: availableCores().
   explicit SpareCoreMeter(double cores = 0, double minSpare = 0.5);
 
-  // The verdict of the last full window (true until one has passed): did
-  // the process leave at least minSpare of a core unused? Reads the
+  // The verdict of the last full windows (true until one has passed): did
+  // the process leave at least minSpare of a core unused? After a "no",
+  // "yes" takes kSpareWindowsToResume spare windows in a row. Reads the
   // process's CPU clock once per window; between windows, only `now`.
   bool spare(std::chrono::steady_clock::time_point now);
   // Cores the process used in the last full window (0 before one).
@@ -52,6 +56,7 @@ class SpareCoreMeter {
   bool started_ = false;
   bool verdict_ = true;
   double used_ = 0;
+  int spareInARow_ = 0;
   std::chrono::steady_clock::time_point windowStart_{};
   int64_t processNs_ = 0;  // at windowStart_
 };
