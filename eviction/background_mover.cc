@@ -69,9 +69,11 @@ size_t BackgroundEvictor::runOnce() {
     if (aside != yielding_.load(std::memory_order_relaxed)) yielding_.store(aside, std::memory_order_relaxed);
     if (aside) {
       // Tells that came before the cache saw yielding() stay pending: the
-      // first run with a spare core serves them.
+      // first run with a spare core serves them. The verdict changes only
+      // when a window ends: waking sooner would cost the busy cores a
+      // thread switch for nothing.
       counters_.recordYield();
-      worker_.waitNext(interval_);
+      worker_.waitNext(std::max(interval_, SpareCoreMeter::kWindow));
       return 0;
     }
   }
