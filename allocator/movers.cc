@@ -617,6 +617,10 @@ ClassUsage Movers::usage(size_t cls) const {
 
 size_t Movers::evictBatch(size_t cls, size_t n) { return evictInto(classAt(cls), n, nullptr, true); }
 
+// LRU's hits stop leaving most of a full ring of moves to the evictor's
+// looks (which usage() turns back on).
+void Movers::standAside(size_t cls) { classAt(cls).policy().backgroundWorkerStopped(); }
+
 size_t Movers::promoteBatch(size_t n) {
   std::vector<std::string> keys;
   queue_.popBatch(n, keys);

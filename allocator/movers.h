@@ -133,6 +133,7 @@ class Movers final : public BackgroundTarget {
   ClassUsage usage(size_t cls) const override;
   size_t evictBatch(size_t cls, size_t n) override;
   size_t promoteBatch(size_t n) override;
+  void standAside(size_t cls) override;
 
  private:
   // Items one batch moves: claimed in one policy-lock hold (the evictor:

@@ -66,7 +66,12 @@ size_t BackgroundEvictor::runOnce() {
   const auto t0 = std::chrono::steady_clock::now();
   if (yieldToApplication_) {
     const bool aside = !spareCores_.spare(t0);
-    if (aside != yielding_.load(std::memory_order_relaxed)) yielding_.store(aside, std::memory_order_relaxed);
+    if (aside != yielding_.load(std::memory_order_relaxed)) {
+      yielding_.store(aside, std::memory_order_relaxed);
+      if (aside) {
+        for (size_t c = id_; c < target_.classCount(); c += threads_) target_.standAside(c);
+      }
+    }
     if (aside) {
       // Tells that came before the cache saw yielding() stay pending: the
       // first run with a spare core serves them. The verdict changes only

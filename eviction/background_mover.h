@@ -50,6 +50,10 @@ class BackgroundTarget {
   virtual size_t evictBatch(size_t cls, size_t n) = 0;
   // Promotes up to n pending candidates; returns how many moved.
   virtual size_t promoteBatch(size_t n) = 0;
+  // The evictor of cls stands aside (no spare core) until its next look
+  // (usage()): what its looks did for the class, the application's threads
+  // must do meanwhile.
+  virtual void standAside(size_t cls) = 0;
 
  protected:
   ~BackgroundTarget() = default;

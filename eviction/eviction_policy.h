@@ -162,6 +162,9 @@ class EvictionPolicy {
   // look at the class (byBackgroundWorker), so those moves are its work,
   // not the application's.
   virtual void applyPendingAccesses(bool /*byBackgroundWorker*/) {}
+  // The background evictor stopped applying them (it stands aside for want
+  // of a spare core): the hit path goes back to applying them all itself.
+  virtual void backgroundWorkerStopped() {}
   virtual size_t size() const = 0;
   virtual const char* name() const = 0;
   // Walks the list under the lock (for consistency checks): calls fn on

@@ -70,6 +70,7 @@ class LruPolicy final : public EvictionPolicy {
   // byBackgroundWorker: from now on a hit that finds the ring full applies
   // only its oldest kHitApply moves (the worker applies the rest).
   void applyPendingAccesses(bool byBackgroundWorker) override;
+  void backgroundWorkerStopped() override { backgroundApplies_.store(false, std::memory_order_relaxed); }
   size_t size() const override;
   const char* name() const override { return "lru"; }
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;

@@ -104,6 +104,33 @@ TEST(LruPolicy, WithABackgroundWorkerAHitThatFindsTheRingFullAppliesOnlyItsOldes
   EXPECT_EQ(drain(p, kItems), expect);
 }
 
+// Once the worker stops applying the ring (the evictor stands aside for
+// want of a spare core), the hit that finds it full applies all of it
+// again: left at 32 per hit, the ring stayed full and every 32nd hit took
+// the lock and paid 32 moves in the application's threads.
+TEST(LruPolicy, AfterTheBackgroundWorkerStopsAHitThatFindsTheRingFullAppliesAllOfIt) {
+  constexpr uint32_t kItems = 300;
+  ArrayResolver r(kItems);
+  LruPolicy p(r, 0, 0);
+  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  p.applyPendingAccesses(true);  // the evictor's look
+  p.backgroundWorkerStopped();   // and then it stands aside
+  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
+  ASSERT_EQ(p.pendingAccesses(), 256u);
+  p.recordAccess(256);
+  EXPECT_EQ(p.pendingAccesses(), 0u) << "the whole ring and the hit's own move applied";
+  std::vector<uint32_t> expect;
+  for (uint32_t i = 257; i < kItems; ++i) expect.push_back(i);
+  for (uint32_t i = 0; i <= 256; ++i) expect.push_back(i);
+  EXPECT_EQ(drain(p, kItems), expect);
+  // A look by the worker turns the partial apply back on.
+  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  p.applyPendingAccesses(true);
+  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
+  p.recordAccess(256);
+  EXPECT_EQ(p.pendingAccesses(), 256u - 32u + 1u);
+}
+
 // A hit while another thread holds the list lock (here an eviction scan,
 // as the background evictor's) neither waits nor is lost: before hits were
 // queued it gave up on the busy lock and the item stayed coldest.
