@@ -82,26 +82,37 @@ TEST(LruPolicy, QueuedHitsKeepExactLruOrderAcrossAFullRing) {
   EXPECT_EQ(p.size(), 0u);
 }
 
+// Hits 0..255 fill the ring of an LRU over kRingItems items; hit 256
+// finds it full. Returns what is pending after that hit.
+constexpr uint32_t kRingItems = 300;
+uint32_t pendingAfterAHitOnAFullRing(LruPolicy& p) {
+  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
+  EXPECT_EQ(p.pendingAccesses(), 256u) << "the ring holds 256 moves";
+  p.recordAccess(256);
+  return p.pendingAccesses();
+}
+
+// Drains the LRU: the items never hit first (coldest), then 0..256 in hit order.
+void expectRingHitOrder(LruPolicy& p) {
+  std::vector<uint32_t> expect;
+  for (uint32_t i = 257; i < kRingItems; ++i) expect.push_back(i);
+  for (uint32_t i = 0; i <= 256; ++i) expect.push_back(i);
+  EXPECT_EQ(drain(p, kRingItems), expect);
+}
+
 // Where a background worker applies the ring (the evictor's looks), the
 // hit that finds it full applies only the oldest 32 moves and queues its
 // own: a get pays for a few list moves, not 256 (about 25 us, which was the
 // seed's get p99.9 with the evictor on). Before, it applied the whole ring
 // and left it empty. The order stays that of the calls.
 TEST(LruPolicy, WithABackgroundWorkerAHitThatFindsTheRingFullAppliesOnlyItsOldestPart) {
-  constexpr uint32_t kItems = 300;
-  ArrayResolver r(kItems);
+  ArrayResolver r(kRingItems);
   LruPolicy p(r, 0, 0);
-  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  for (uint32_t i = 0; i < kRingItems; ++i) p.add(i);
   p.applyPendingAccesses(true);  // the evictor's look
-  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
-  ASSERT_EQ(p.pendingAccesses(), 256u) << "the ring holds 256 moves";
-  p.recordAccess(256);
-  EXPECT_EQ(p.pendingAccesses(), 256u - 32u + 1u) << "32 applied, the hit's own queued behind the rest";
+  EXPECT_EQ(pendingAfterAHitOnAFullRing(p), 256u - 32u + 1u) << "32 applied, the hit's own queued behind the rest";
   p.applyPendingAccesses(false);
-  std::vector<uint32_t> expect;
-  for (uint32_t i = 257; i < kItems; ++i) expect.push_back(i);  // never hit: coldest
-  for (uint32_t i = 0; i <= 256; ++i) expect.push_back(i);      // then in hit order
-  EXPECT_EQ(drain(p, kItems), expect);
+  expectRingHitOrder(p);
 }
 
 // Once the worker stops applying the ring (the evictor stands aside for
@@ -109,26 +120,17 @@ TEST(LruPolicy, WithABackgroundWorkerAHitThatFindsTheRingFullAppliesOnlyItsOldes
 // again: left at 32 per hit, the ring stayed full and every 32nd hit took
 // the lock and paid 32 moves in the application's threads.
 TEST(LruPolicy, AfterTheBackgroundWorkerStopsAHitThatFindsTheRingFullAppliesAllOfIt) {
-  constexpr uint32_t kItems = 300;
-  ArrayResolver r(kItems);
+  ArrayResolver r(kRingItems);
   LruPolicy p(r, 0, 0);
-  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  for (uint32_t i = 0; i < kRingItems; ++i) p.add(i);
   p.applyPendingAccesses(true);  // the evictor's look
   p.backgroundWorkerStopped();   // and then it stands aside
-  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
-  ASSERT_EQ(p.pendingAccesses(), 256u);
-  p.recordAccess(256);
-  EXPECT_EQ(p.pendingAccesses(), 0u) << "the whole ring and the hit's own move applied";
-  std::vector<uint32_t> expect;
-  for (uint32_t i = 257; i < kItems; ++i) expect.push_back(i);
-  for (uint32_t i = 0; i <= 256; ++i) expect.push_back(i);
-  EXPECT_EQ(drain(p, kItems), expect);
+  EXPECT_EQ(pendingAfterAHitOnAFullRing(p), 0u) << "the whole ring and the hit's own move applied";
+  expectRingHitOrder(p);
   // A look by the worker turns the partial apply back on.
-  for (uint32_t i = 0; i < kItems; ++i) p.add(i);
+  for (uint32_t i = 0; i < kRingItems; ++i) p.add(i);
   p.applyPendingAccesses(true);
-  for (uint32_t i = 0; i < 256; ++i) p.recordAccess(i);
-  p.recordAccess(256);
-  EXPECT_EQ(p.pendingAccesses(), 256u - 32u + 1u);
+  EXPECT_EQ(pendingAfterAHitOnAFullRing(p), 256u - 32u + 1u);
 }
 
 // A hit while another thread holds the list lock (here an eviction scan,
