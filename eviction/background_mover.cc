@@ -33,9 +33,9 @@ BackgroundEvictor::BackgroundEvictor(BackgroundTarget& target, std::unique_ptr<E
       idleInterval_(std::max(idleInterval, interval)),
       told_(std::make_unique<std::atomic<bool>[]>(target.classCount())),
       wait_(interval),
-      yieldToApplication_(yieldToApplication),
-      spareCores_(cores),
-      worker_("tc-evict-" + std::to_string(id), interval, [this] { runOnce(); }) {}
+      worker_("tc-evict-" + std::to_string(id), interval, [this] { runOnce(); }) {
+  if (yieldToApplication) spareCores_.emplace(cores);
+}
 
 void BackgroundEvictor::tell(size_t cls, bool urgent) {
   // Hot path of allocations below the watermark: plain loads while a tell
@@ -64,8 +64,8 @@ size_t BackgroundEvictor::serve(size_t cls, uint64_t& visited, bool& active) {
 
 size_t BackgroundEvictor::runOnce() {
   const auto t0 = std::chrono::steady_clock::now();
-  if (yieldToApplication_) {
-    const bool aside = !spareCores_.spare(t0);
+  if (spareCores_) {
+    const bool aside = !spareCores_->spare(t0);
     if (aside != yielding_.load(std::memory_order_relaxed)) {
       yielding_.store(aside, std::memory_order_relaxed);
       if (aside) {

@@ -24,8 +24,8 @@
 // class: its work would take a core from an application thread, and an
 // allocation that finds no free slot evicts the same batch itself.
 // yielding() tells the cache to stop telling it meanwhile (a tell could
-// cost the allocating thread a wake-up). The meter looks again every
-// interval; a spare core brings the evictor back.
+// cost the allocating thread a wake-up). It looks again when the meter's
+// window ends; two spare windows in a row bring it back.
 #pragma once
 
 #include <atomic>
@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "background_strategy.h"
@@ -114,8 +115,9 @@ class BackgroundEvictor {
   uint32_t idleLooks_ = 0;
   bool busy_ = false;  // the last full look saw allocations, work or tells
   std::chrono::steady_clock::time_point lastFullLook_{};
-  const bool yieldToApplication_;
-  SpareCoreMeter spareCores_;  // the worker thread's own
+  // Engaged with yieldToApplication only (the worker thread's own): a
+  // cache that never stands aside reads no cgroup files at start.
+  std::optional<SpareCoreMeter> spareCores_;
   std::atomic<bool> yielding_{false};
   WorkerCounters counters_;
   PeriodicWorker worker_;  // last: its thread must stop before the rest goes
