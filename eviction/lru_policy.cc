@@ -162,9 +162,12 @@ void LruPolicy::applyPendingLocked(uint32_t most) {
   }
   pendingHead_.store(head, std::memory_order_release);
   // The neighbours each move relinks, requested together: their misses
-  // overlap instead of following one another.
+  // overlap instead of following one another. Only for items still in the
+  // list: one that left it since its hit may have a slot that another
+  // thread is filling (Item::init writes the links without this lock).
   for (size_t i = 0; i < n; ++i) {
     const EvictionHook& h = r_.hook(refs[i]);
+    if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) continue;
     if (h.prev != kNullRef) __builtin_prefetch(&r_.hook(h.prev), 1);
     if (h.next != kNullRef) __builtin_prefetch(&r_.hook(h.next), 1);
   }

@@ -21,12 +21,20 @@ namespace {
 class ArrayResolver final : public HookResolver {
  public:
   explicit ArrayResolver(size_t n) : hooks_(n) {}
-  EvictionHook& hook(uint32_t ref) const override { return hooks_[ref]; }
+  // A ref past the array (a link read from a hook that is not the policy's
+  // to read) is counted and answered with a spare hook.
+  EvictionHook& hook(uint32_t ref) const override {
+    if (ref < hooks_.size()) return hooks_[ref];
+    outOfRange.fetch_add(1, std::memory_order_relaxed);
+    return spare_;
+  }
   // Each ref stands for its own key.
   uint64_t keyHash(uint32_t ref) const override { return (ref + 1) * 0x9E3779B97F4A7C15ull ^ 0x5bd1e995; }
+  mutable std::atomic<uint64_t> outOfRange{0};
 
  private:
   mutable std::vector<EvictionHook> hooks_;
+  mutable EvictionHook spare_{};
 };
 
 class TakeAll final : public EvictionVisitor {
@@ -131,6 +139,38 @@ TEST(LruPolicy, AfterTheBackgroundWorkerStopsAHitThatFindsTheRingFullAppliesAllO
   for (uint32_t i = 0; i < kRingItems; ++i) p.add(i);
   p.applyPendingAccesses(true);
   EXPECT_EQ(pendingAfterAHitOnAFullRing(p), 256u - 32u + 1u);
+}
+
+// A hit queued while its item was being evicted (the hit came during the
+// scan, after the scan had applied the ring): the ring keeps the ref of an
+// item no longer in the list, whose slot may already be another item's,
+// and that item's owner writes the links without the list lock
+// (Item::init). Applying the ring must not read them. The links here are
+// garbage, as a new owner's are to this list. Found by TSan (Item::init in
+// a batch move against this read) in a random sweep of configs: 2 tiers,
+// LRU, 2 evictor threads.
+TEST(LruPolicy, ApplyingTheRingReadsNoLinksOfAnItemThatLeftTheList) {
+  ArrayResolver r(8);
+  LruPolicy p(r, 0, 0);
+  for (uint32_t i = 0; i < 5; ++i) p.add(i);
+  class HitThenTake final : public EvictionVisitor {
+   public:
+    explicit HitThenTake(LruPolicy& policy) : p_(policy) {}
+    Verdict visit(uint32_t ref) override {
+      p_.recordAccess(ref);  // a reader's hit, queued: the ring has room
+      return Verdict::kTake;
+    }
+
+   private:
+    LruPolicy& p_;
+  } hitThenTake(p);
+  ASSERT_EQ(p.evict(1, 1, hitThenTake), 1u);
+  ASSERT_EQ(p.pendingAccesses(), 1u) << "the evicted item's hit is queued";
+  r.hook(0).prev = r.hook(0).next = 0xDEADBEEF;  // slot 0 is someone else's now
+  p.applyPendingAccesses(false);
+  EXPECT_EQ(p.pendingAccesses(), 0u);
+  EXPECT_EQ(r.outOfRange.load(), 0u) << "the ring read the links of an item no longer in the list";
+  EXPECT_EQ(drain(p, 5), (std::vector<uint32_t>{1, 2, 3, 4}));
 }
 
 // A hit while another thread holds the list lock (here an eviction scan,
