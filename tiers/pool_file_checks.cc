@@ -106,17 +106,21 @@ ChildWait waitForChild(pid_t pid, std::chrono::steady_clock::time_point deadline
   const int pidfd = -1;  // headers older than Linux 5.3: the polling loop
 #endif
   auto pause = std::chrono::microseconds(200);
+  ChildWait result;
   for (;;) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
+    if (r == pid) {
+      result = ChildWait::kEnded;
+      break;
+    }
     if (r < 0 && errno != EINTR) {
-      if (pidfd >= 0) ::close(pidfd);
-      return ChildWait::kLost;
+      result = ChildWait::kLost;
+      break;
     }
     const auto now = std::chrono::steady_clock::now();
     if (now > deadline) {
-      if (pidfd >= 0) ::close(pidfd);
-      return ChildWait::kTimedOut;
+      result = ChildWait::kTimedOut;
+      break;
     }
     if (pidfd >= 0) {
       // Readable once the child has exited; EINTR or a spurious wake-up
@@ -130,7 +134,7 @@ ChildWait waitForChild(pid_t pid, std::chrono::steady_clock::time_point deadline
     }
   }
   if (pidfd >= 0) ::close(pidfd);
-  return ChildWait::kEnded;
+  return result;
 }
 
 // libpmemobj trusts its lane and heap metadata, and libpmempool's check
