@@ -101,6 +101,14 @@ void checkTierSize(const CacheConfig& c, size_t i, const std::string& path) {
     throw ConfigError(path, formatSize(c.tiers[i].size) + " is smaller than one slab (slab_size " +
                                 formatSize(c.slab_size) + ")");
   }
+  // Caught here so the error names the field (and the bench exits 2, as
+  // for any bad config) rather than surfacing as the tier's open failure.
+  const TierConfig& t = c.tiers[i];
+  if (t.kind == TierKind::kPmemFile && !t.persistent && t.size != 0 && c.slab_size != 0 &&
+      t.size / c.slab_size * c.slab_size < kPmemMinSize) {
+    throw ConfigError(path, formatSize(t.size) + " is below the " + formatSize(kPmemMinSize) +
+                                " minimum for a pmem-file tier that is not persistent (counted in whole slabs)");
+  }
 }
 
 void checkTierRatio(const CacheConfig& c, size_t i, const std::string& path) {
@@ -386,7 +394,9 @@ const config::Schema& schema() {
        .choices = config::choicesOf(kTierKindNames)},
       {.section = kTier, .name = "size", .type = Type::kSize,
        .description = "Bytes the tier takes from the OS; rounded down to whole slabs.",
-       .field = TC_FIELD(c.tiers[i].size), .rule = "0 or >= slab_size; a tier needs a size or a ratio",
+       .field = TC_FIELD(c.tiers[i].size),
+       .rule = "0 or >= slab_size; a tier needs a size or a ratio; pmem-file, not persistent: >= 16MiB in "
+               "whole slabs",
        .check = TC_RULE(checkTierSize)},
       {.section = kTier, .name = "ratio", .type = Type::kReal,
        .description = "For the tier planner, instead of a size: this tier's share of the planned total, "

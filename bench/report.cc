@@ -255,12 +255,20 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
       if (m.tier) o[m.name] = t.*m.tier;
     }
     o["hit_share"] = d.hits ? double(t.hits) / double(d.hits) : 0.0;
+    if (t.persistent) o["open_report"] = t.open_report;
     tiers.push_back(std::move(o));
   }
   json cache = {{"tiers", tiers}};
   for (const MetricDesc& m : metricTable()) {
     if (m.cache) cache[m.name] = d.*m.cache;
   }
+  // Recovery happens when the cache opens, before the measured phase: its
+  // counters are whole, as the text report's Persistence section gives them
+  // (a measured-phase change would always be 0).
+  cache["recovered_items"] = r.after.recovered_items;
+  cache["discarded_items"] = r.after.discarded_items;
+  cache["expired_at_recovery"] = r.after.expired_at_recovery;
+  cache["recovery_seconds"] = r.after.recovery_seconds;
   cache["alloc_success_ratio"] = d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0;
   cache["background_evictor_runs"] = d.background_evictor.runs;
   cache["background_evictor_yielded_runs"] = d.background_evictor.yielded_runs;

@@ -620,6 +620,28 @@ TEST(ConfigValidate, TierNeedsASizeThatHoldsASlabOrARatio) {
   EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) { j["tiers"][1]["size"] = "2MiB"; })));
 }
 
+// Found by scripts/config-sweep.py: a volatile pmem-file tier below 16 MiB
+// passed validation and failed only when the cache opened it, so the bench
+// exited 1 ("cannot create the cache") instead of 2 with the field's name.
+TEST(ConfigValidate, VolatilePmemFileTierHoldsAtLeast16MiBInWholeSlabs) {
+  auto volatilePmem = [](const char* size) {
+    return edited([size](Json& j) {
+      j["tiers"][1].erase("persistent");
+      j["tiers"][1].erase("rebuild_on_mismatch");
+      j["tiers"][1]["path"] = "/dev/shm";
+      j["tiers"][1]["size"] = size;
+      j.erase("total_size");
+    });
+  };
+  EXPECT_TRUE(failsWith(volatilePmem("11MiB"), "tiers[1].size",
+                        "11MiB is below the 16MiB minimum for a pmem-file tier that is not persistent"));
+  // 17 MiB is 16 MiB in whole 2 MiB slabs, 15 MiB only 14 MiB.
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(volatilePmem("17MiB")));
+  EXPECT_TRUE(failsWith(volatilePmem("15MiB"), "tiers[1].size", "below the 16MiB minimum"));
+  // A persistent pool has its own, lower floor (the tier checks it).
+  EXPECT_NO_THROW(CacheConfig::fromJsonString(edited([](Json& j) { j["tiers"][1]["size"] = "4MiB"; })));
+}
+
 TEST(ConfigValidate, OnlyPmemFileTiersTakeAPath) {
   // tiers[1] made volatile: its path is a directory.
   auto volatilePmem = [](Json& j) {

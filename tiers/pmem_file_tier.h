@@ -25,9 +25,6 @@
 
 namespace tiercache {
 
-// The smallest PMEM tier, the same floor as memkind's MEMKIND_PMEM_MIN_SIZE.
-inline constexpr uint64_t kPmemMinSize = 16ull << 20;
-
 class PmemFileTier final : public MemoryTier {
  public:
   PmemFileTier(std::string name, std::string directory, uint64_t size);

@@ -20,6 +20,11 @@ enum class TierKind : uint8_t {
                // and path; openTier() refuses it unplanned
 };
 
+// The smallest volatile pmem-file tier (after rounding down to whole slabs),
+// the same floor as memkind's MEMKIND_PMEM_MIN_SIZE. The config validator
+// refuses a smaller one, naming the field; PmemFileTier checks it again.
+inline constexpr uint64_t kPmemMinSize = 16ull << 20;
+
 struct TierConfig {
   std::string name;               // "dram", "pmem0", ...; unique
   TierKind kind = TierKind::kDram;
