@@ -5,6 +5,9 @@ each, failing on anything a user would call a defect.
 Each config draws the tiers (1-3, DRAM and emulated PMEM, maybe a persistent
 pool file), the policy and its knobs, background eviction and promotion, pools,
 slab rebalancing and a workload (threads, key space, sizes, mix, popularity).
+A share of them (--cachebench-share) is drawn in CacheLib's cachebench format
+instead, for what only that format's workload has: per-key TTLs, chained
+items, updates and lone gets.
 A run fails when the bench exits non-zero (1: a value read back did not match
 what was written, or a run-time failure), its JSON says a value check failed,
 or stderr holds a sanitizer report. A config with a persistent tier runs three
@@ -140,6 +143,63 @@ def random_config(rng, pool_path, sanitized):
     return config, persistent
 
 
+def random_cachebench_config(rng, sanitized):
+    """A CacheLib cachebench config: reaches what the native workload does not
+    draw (per-key TTLs and the reaper, chained items, updates, lone gets)."""
+    cache = {
+        "cacheSizeMB": rng.choice([48, 96, 160]),
+        "allocator": rng.choice(["LRU", "LRU2Q", "TinyLFU"]),
+        "allocFactor": rng.choice([1.25, 1.5]),
+        "maxAllocSize": rng.choice([65536, 1048576]),
+        "htBucketPower": rng.choice([16, 20]),
+    }
+    if rng.random() < 0.7:
+        cache["memoryTiers"] = [{"ratio": 1}, {"ratio": rng.choice([1, 2, 3]), "file": "/dev/shm/sweep-pmem"}]
+    if rng.random() < 0.6:
+        cache["backgroundEvictorIntervalMilSec"] = rng.choice([1, 10])
+        cache["evictorThreads"] = rng.choice([1, 2])
+        cache["maxEvictionBatch"] = rng.choice([40, 400])
+        cache["minEvictionBatch"] = rng.choice([1, 10])
+    if "memoryTiers" in cache and rng.random() < 0.5:
+        cache["backgroundPromoterIntervalMilSec"] = rng.choice([1, 10])
+    pools = rng.choice([1, 1, 2])
+    if pools == 2:
+        cache["numPools"] = 2
+        cache["poolSizes"] = [0.5, 0.5]
+    chained = rng.random() < 0.4
+    test = {
+        "numOps": rng.choice([20_000, 80_000]) // (4 if sanitized else 1),
+        "numThreads": rng.choice([1, 2, 4]),
+        "numKeys": rng.choice([5_000, 100_000]),
+        "keySizeRange": [8, 16, 64],
+        "keySizeRangeProbability": [0.5, 0.5],
+        "valSizeRange": [16, 512, rng.choice([4096, 30000])],
+        "valSizeRangeProbability": [0.8, 0.2],
+        "getRatio": 0.6,
+        "setRatio": 0.25,
+        "delRatio": rng.choice([0, 0.05]),
+        "loneGetRatio": rng.choice([0, 0.02]),
+        "updateRatio": rng.choice([0, 0.05]),
+        "enableLookaside": rng.random() < 0.7,
+        "prepopulateCache": rng.random() < 0.5,
+    }
+    if rng.random() < 0.5:
+        # Short TTLs, so items expire during the run (reaper, reads, eviction walks).
+        test["ttlSecsRange"] = [0, 1, 3]
+        test["ttlSecsRangeProbability"] = [0.5, 0.5]
+        test["ttlRatio"] = rng.choice([0.3, 1.0])
+    if chained:
+        test["addChainedRatio"] = 0.05
+        test["chainedItemLengthRange"] = [1, 8]
+        test["chainedItemLengthRangeProbability"] = [1.0]
+        test["chainedItemValSizeRange"] = [16, 2000]
+        test["chainedItemValSizeRangeProbability"] = [1.0]
+    if pools == 2:
+        test["keyPoolDistribution"] = [0.5, 0.5]
+        test["opPoolDistribution"] = [0.5, 0.5]
+    return {"cache_config": cache, "test_config": test}
+
+
 def run_bench(bench, config_path, timeout, kill_after=None):
     """Runs the bench; returns (rc, stdout, stderr). kill_after: SIGKILL after that many seconds."""
     cmd = [bench, "--config", config_path, "--json", "--no-progress", "--no-limits"]
@@ -185,7 +245,7 @@ def summary(out):
         report = json.loads(out)
         cache = report["cache"]
         return (f", {report['ops']['total']} ops, hit ratio {cache['hit_ratio']:.3f}, "
-                f"{cache['evictions']} evictions, {cache['demotions']} demotions, "
+                f"{cache['evictions']} evictions, {cache['demotions']} demotions, {cache['expired']} expired, "
                 f"{cache['recovered_items']} recovered")
     except (json.JSONDecodeError, KeyError, TypeError):
         return ""
@@ -198,6 +258,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir", help="where configs, pool files and failures go (default: a new dir in /dev/shm)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds one run may take")
+    ap.add_argument("--cachebench-share", type=float, default=0.3,
+                    help="share of configs drawn in CacheLib's cachebench format (TTLs, chained items)")
     ap.add_argument("--sanitized", action="store_true",
                     help="fewer operations per run (implied when the bench path names asan or tsan)")
     args = ap.parse_args()
@@ -210,7 +272,10 @@ def main():
     start = time.time()
     for i in range(args.count):
         pool_path = os.path.join(workdir, f"pool-{i}")
-        config, persistent = random_config(rng, pool_path, sanitized)
+        if rng.random() < args.cachebench_share:
+            config, persistent = random_cachebench_config(rng, sanitized), False
+        else:
+            config, persistent = random_config(rng, pool_path, sanitized)
         kill_after = rng.uniform(0.3, 3.0)
         path = os.path.join(workdir, f"config-{i}.json")
         with open(path, "w") as f:
