@@ -23,6 +23,7 @@
 #include "slab_allocator.h"
 #include "slab_rebalancer.h"
 #include "stats_collector.h"
+#include "window_tuner.h"
 
 namespace tiercache {
 
@@ -80,6 +81,8 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   // validate() guaranteed that these slabs fit a 32-bit reference.
   table_ = std::make_unique<SlabTable>(slabSize, config_.slotBits(), static_cast<uint32_t>(totalSlabs));
 
+  counters_ = std::make_unique<CacheCounters>();
+  for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   EvictionPolicyOptions policy;
   policy.kind = evictionPolicyName(config_.eviction.policy);
   policy.lruInsertionPoint = config_.eviction.lru_insertion_point;
@@ -87,6 +90,21 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   policy.lruRefreshRatio = config_.eviction.lru_refresh_ratio;
   policy.s3fifoSmallPercent = config_.eviction.s3fifo_small_percent;
   policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
+  if (config_.eviction.policy == EvictionPolicyKind::kWTinyLfu && config_.eviction.wtinylfu_adaptive_window) {
+    tuner_ = std::make_unique<WindowTuner>(config_.eviction.wtinylfu_window_percent, *counters_, [this] {
+      WindowTuner::Capacity capacity{0, true};
+      for (const auto& a : allocs_) {
+        for (uint32_t p = 0; p < a->poolCount(); ++p) {
+          capacity.full = capacity.full && !a->canGrow(p);  // its slabs are all given out
+          for (uint32_t c = 0; c < a->classCount(); ++c) {
+            capacity.slots += a->cls(p, c).slabCountHint() * a->cls(p, c).slotsPerSlab();
+          }
+        }
+      }
+      return capacity;
+    });
+    policy.wtinylfuWindowPerMille = tuner_->share();
+  }
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
     allocs_.push_back(
@@ -96,9 +114,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   persistence_ = std::make_unique<CachePersistence>(PersistenceParts{tiers_, records, *table_, hooks_.faultSeam});
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
-  counters_ = std::make_unique<CacheCounters>();
   recovery_ = std::make_unique<RecoveryCounters>();
-  for (size_t t = 0; t < tiers_.size(); ++t) counters_->tierHits.push_back(std::make_unique<ShardedCounter>());
   movers_ = std::make_unique<Movers>(
       MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
   if (config_.rebalance.enabled && config_.rebalance.strategy == "marginal-hits") {
@@ -125,7 +141,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                          });
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
                                                        *movers_, *reaper_, {records.begin(), records.end()},
-                                                       rebalancer_.get()});
+                                                       rebalancer_.get(), tuner_.get()});
   if (config_.reaper.enabled) reaper_->start();
 }
 
@@ -181,6 +197,7 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
   bool saturated = false;
   const CompressedRef ref = index_->acquire(key, hash, item, &saturated);
   if (!ref) {
+    if (tuner_) tuner_->noteMiss();
     if (saturated) {
       throw RefcountOverflow("find: the item already has " + std::to_string(Item::kRefMask) +
                              " live handles, the most its count holds");

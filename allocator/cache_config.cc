@@ -489,8 +489,14 @@ const config::Schema& schema() {
        .description = "S3-FIFO: share of a class's items in the small (probationary) queue, percent.",
        .field = TC_FIELD(c.eviction.s3fifo_small_percent), .min = 1, .max = 90},
       {.section = kEviction, .name = "wtinylfu_window_percent", .type = Type::kCount,
-       .description = "W-TinyLFU: share of a class's items in the admission window, percent.",
+       .description = "W-TinyLFU: share of a class's items in the admission window, percent (where the "
+                      "adaptive window starts).",
        .field = TC_FIELD(c.eviction.wtinylfu_window_percent), .min = 1, .max = 90},
+      {.section = kEviction, .name = "wtinylfu_adaptive_window", .type = Type::kBool,
+       .description = "W-TinyLFU: a hill climber moves the window share between 1% and 90% by the cache's "
+                      "hit ratio, one sample (5 x the cache's slots in gets) at a time; false: the share "
+                      "stays wtinylfu_window_percent.",
+       .field = TC_FIELD(c.eviction.wtinylfu_adaptive_window)},
       {.section = kEviction, .name = "demote_rejected", .type = Type::kBool,
        .description = "Items that S3-FIFO's small queue or W-TinyLFU's admission filter rejects in an upper "
                       "tier are demoted to the next tier (true) or dropped (false).",

@@ -95,6 +95,9 @@ struct EvictionConfig {
   double lru_refresh_ratio = 0.1;
   uint32_t s3fifo_small_percent = 10;
   uint32_t wtinylfu_window_percent = 1;
+  // W-TinyLFU: a hill climber moves the window share (starting from
+  // wtinylfu_window_percent) by the cache's hit ratio, sample by sample.
+  bool wtinylfu_adaptive_window = true;
   // What S3-FIFO's small queue or W-TinyLFU's filter rejects from an upper
   // tier is demoted (true) or dropped (false).
   bool demote_rejected = true;

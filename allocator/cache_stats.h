@@ -94,7 +94,9 @@ namespace tiercache {
   X(discarded_items, "persistent slots discarded at start: torn, corrupted or a duplicate key") \
   X(expired_at_recovery, "persistent items that expired while the cache was down")
 // Whole cache, read at snapshot time.
-#define TIERCACHE_CACHE_GAUGES(X) X(metadata_bytes, "DRAM metadata outside the tiers: index, slab table, classes")
+#define TIERCACHE_CACHE_GAUGES(X)                                                  \
+  X(metadata_bytes, "DRAM metadata outside the tiers: index, slab table, classes") \
+  X(wtinylfu_window_per_mille, "W-TinyLFU: the window's share of each class, per mille (0: another policy)")
 
 #define TIERCACHE_STATS_FIELD(name, help) uint64_t name = 0;
 

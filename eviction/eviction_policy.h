@@ -202,6 +202,10 @@ struct EvictionPolicyOptions {
   double lruRefreshRatio = 0.0;
   uint32_t s3fifoSmallPercent = 10;     // S3-FIFO: small queue share of the members
   uint32_t wtinylfuWindowPercent = 1;   // W-TinyLFU: window share of the members
+  // W-TinyLFU: when set, the window share in per mille, read at every
+  // eviction: the cache's WindowClimber moves it (wtinylfuWindowPercent is
+  // then only where it starts). Shared by all the cache's W-TinyLFU policies.
+  std::shared_ptr<const std::atomic<uint32_t>> wtinylfuWindowPerMille;
 };
 
 // One row per policy: the only place a name maps to an implementation.

@@ -16,9 +16,11 @@ uint32_t segOf(uint32_t meta) { return (meta & WTinyLfuPolicy::kSegMask) >> WTin
 uint32_t nowStamp() { return coarseNowMs() & WTinyLfuPolicy::kTimeMask; }
 }  // namespace
 
-WTinyLfuPolicy::WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent)
+WTinyLfuPolicy::WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent,
+                               std::shared_ptr<const std::atomic<uint32_t>> windowPerMille)
     : EvictionPolicy(resolver),
       windowPercent_(std::clamp<uint32_t>(windowPercent, 1, 90)),
+      windowPerMille_(std::move(windowPerMille)),
       window_(resolver),
       probation_(resolver),
       protected_(resolver) {
@@ -41,6 +43,12 @@ void WTinyLfuPolicy::moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head)
   r_.hook(ref).meta.store(next, std::memory_order_relaxed);
   IntrusiveList& to = listOf(next);
   if (head) to.pushHead(ref); else to.pushTail(ref);
+}
+
+size_t WTinyLfuPolicy::windowTarget(size_t members) const {
+  const size_t perMille =
+      windowPerMille_ ? windowPerMille_->load(std::memory_order_relaxed) : size_t{windowPercent_} * 10;
+  return std::max<size_t>(1, members * perMille / 1000);
 }
 
 void WTinyLfuPolicy::growSketchLocked() {
@@ -97,7 +105,7 @@ void WTinyLfuPolicy::addLocked(uint32_t ref) {
   // pass the filter: the cache evicts before it adds, so the window of a
   // full class never exceeds its share.
   const size_t total = window_.size() + probation_.size() + protected_.size();
-  if (window_.size() > 2 * std::max<size_t>(1, total * windowPercent_ / 100)) {
+  if (window_.size() > 2 * windowTarget(total)) {
     const uint32_t t = window_.tail();
     moveTo(t, r_.hook(t).meta.load(std::memory_order_relaxed), kProbation, true);
   }
@@ -179,6 +187,8 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   uint32_t estimated = kNullRef;
   uint32_t victimEstimate = 0;
   const size_t maxMoves = 4 * (window_.size() + probation_.size() + protected_.size()) + maxScan;
+  const size_t windowAtStart = window_.size();
+  size_t grown = 0;  // main victims taken to let the window grow
   auto offer = [&](uint32_t ref, bool rejected) {
     ++offered;
     const uint32_t m = r_.hook(ref).meta.load(std::memory_order_relaxed);
@@ -197,12 +207,22 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   while (taken < want && offered < maxScan && moves < maxMoves) {
     const size_t total = window_.size() + probation_.size() + protected_.size();
     if (total == 0) break;
-    const size_t windowTarget = std::max<size_t>(1, total * windowPercent_ / 100);
+    const size_t target = windowTarget(total);
     const size_t mainSize = probation_.size() + protected_.size();
-    if (window_.size() == 0) {
+    // An empty window, or one below its share (raised by the climber, or
+    // thinned by removals): main gives the victim, and the window grows by
+    // the insert that follows. Judged by the window as the batch found it:
+    // each window victim of this batch makes room for an insert to come,
+    // so the window's own shrinking within the batch is no deficit.
+    if (window_.size() == 0 || (windowAtStart + grown < target && mainSize > 0)) {
       const uint32_t v = mainVictimLocked(moves);
-      if (v == kNullRef || !offer(v, false)) break;
-      continue;
+      if (v != kNullRef) {
+        const size_t before = taken;
+        if (!offer(v, false)) break;
+        grown += taken - before;
+        continue;
+      }
+      if (window_.size() == 0) break;
     }
     const uint32_t c = window_.tail();
     const uint32_t cm = r_.hook(c).meta.load(std::memory_order_relaxed);
@@ -211,7 +231,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
       ++moves;
       continue;
     }
-    if (window_.size() > windowTarget || mainSize == 0) {
+    if (window_.size() > target || mainSize == 0) {
       // Main is below its share: the window's victim goes there freely.
       moveTo(c, cm, kProbation, true);
       ++moves;

@@ -1,7 +1,8 @@
 // WTinyLfuPolicy: W-TinyLFU (Einziger, Friedman, Manes; Caffeine's policy)
 // per (tier, pool, class).
 //
-// New items enter a small window (~1% of the members); the window's victim
+// New items enter a small window (1% of the members, or the share the
+// cache's hill climber sets: window_climber.h); the window's victim
 // is admitted to the main area only if the frequency sketch says its key is
 // more popular than main's victim, else it is the one evicted. Main is an
 // SLRU: admitted items enter `probation`; a hit item found at probation's
@@ -42,7 +43,10 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   enum Segment : uint32_t { kWindow = 0, kProbation = 1, kProtected = 2 };
   static constexpr uint32_t kProtectedPercent = 80;  // of main
 
-  WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent);
+  // windowPerMille: the share of the window, moved by the cache's climber
+  // (window_climber.h); null: windowPercent, fixed.
+  WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent,
+                 std::shared_ptr<const std::atomic<uint32_t>> windowPerMille = nullptr);
 
   void add(uint32_t ref) override;
   bool remove(uint32_t ref) override;
@@ -71,7 +75,11 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   // Main's victim after second chances (probation first), or kNullRef.
   uint32_t mainVictimLocked(size_t& moves);
 
+  // The window's target size for this many members.
+  size_t windowTarget(size_t members) const;
+
   const uint32_t windowPercent_;
+  const std::shared_ptr<const std::atomic<uint32_t>> windowPerMille_;
   mutable AdaptiveMutex lock_;
   IntrusiveList window_;
   IntrusiveList probation_;
