@@ -103,7 +103,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
       }
       return capacity;
     });
-    policy.wtinylfuWindowPerMille = tuner_->share();
+    policy.wtinylfuWindow = tuner_->signal();
   }
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {

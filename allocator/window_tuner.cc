@@ -7,9 +7,9 @@ namespace tiercache {
 WindowTuner::WindowTuner(uint32_t initialPercent, const CacheCounters& counters, std::function<Capacity()> capacity)
     : counters_(counters),
       capacity_(std::move(capacity)),
-      share_(std::make_shared<std::atomic<uint32_t>>(initialPercent * 10)),
+      signal_(std::make_shared<WindowSignal>()),
       climber_(initialPercent * 10) {
-  share_->store(climber_.perMille(), std::memory_order_relaxed);
+  signal_->perMille.store(climber_.perMille(), std::memory_order_relaxed);
 }
 
 void WindowTuner::check() {
@@ -24,7 +24,8 @@ void WindowTuner::check() {
     // Counters are summed cell by cell while other threads add: a sample's
     // hits may run a little ahead of its gets, never by a whole sample.
     const double ratio = std::min(1.0, double(hits - sampleHits_) / double(gets - sampleGets_));
-    share_->store(climber_.sample(ratio), std::memory_order_relaxed);
+    signal_->perMille.store(climber_.sample(ratio), std::memory_order_relaxed);
+    if (climber_.fellSharply()) signal_->agings.fetch_add(1, std::memory_order_relaxed);
   }
   sampleGets_ = gets;
   sampleHits_ = hits;

@@ -41,9 +41,10 @@ class WindowTuner {
   // capacity is read at each sample's end.
   WindowTuner(uint32_t initialPercent, const CacheCounters& counters, std::function<Capacity()> capacity);
 
-  // What the policies read (EvictionPolicyOptions::wtinylfuWindowPerMille).
-  std::shared_ptr<const std::atomic<uint32_t>> share() const { return share_; }
-  uint32_t perMille() const { return share_->load(std::memory_order_relaxed); }
+  // What the policies read (EvictionPolicyOptions::wtinylfuWindow).
+  std::shared_ptr<const WindowSignal> signal() const { return signal_; }
+  uint32_t perMille() const { return signal_->perMille.load(std::memory_order_relaxed); }
+  uint32_t agings() const { return signal_->agings.load(std::memory_order_relaxed); }
 
   // A get missed.
   void noteMiss() {
@@ -60,7 +61,7 @@ class WindowTuner {
  private:
   const CacheCounters& counters_;
   const std::function<Capacity()> capacity_;
-  const std::shared_ptr<std::atomic<uint32_t>> share_;
+  const std::shared_ptr<WindowSignal> signal_;
   std::mutex lock_;  // guards what follows
   WindowClimber climber_;
   uint64_t sampleGets_ = 0;  // the counters when the sample began

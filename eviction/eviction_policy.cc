@@ -40,7 +40,7 @@ constexpr PolicyRow kPolicies[] = {
      }},
     {kEvictionPolicyNames[3],
      [](const EvictionPolicyOptions& o, const HookResolver& r) -> std::unique_ptr<EvictionPolicy> {
-       return std::make_unique<WTinyLfuPolicy>(r, o.wtinylfuWindowPercent, o.wtinylfuWindowPerMille);
+       return std::make_unique<WTinyLfuPolicy>(r, o.wtinylfuWindowPercent, o.wtinylfuWindow);
      }},
 };
 static_assert(std::size(kPolicies) == kEvictionPolicyNames.size(), "one registration row per policy name");

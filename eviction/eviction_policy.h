@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../common/clock.h"
+#include "window_climber.h"
 
 namespace tiercache {
 
@@ -202,10 +203,11 @@ struct EvictionPolicyOptions {
   double lruRefreshRatio = 0.0;
   uint32_t s3fifoSmallPercent = 10;     // S3-FIFO: small queue share of the members
   uint32_t wtinylfuWindowPercent = 1;   // W-TinyLFU: window share of the members
-  // W-TinyLFU: when set, the window share in per mille, read at every
-  // eviction: the cache's WindowClimber moves it (wtinylfuWindowPercent is
-  // then only where it starts). Shared by all the cache's W-TinyLFU policies.
-  std::shared_ptr<const std::atomic<uint32_t>> wtinylfuWindowPerMille;
+  // W-TinyLFU: when set, the window share and the sketch agings, read at
+  // every eviction: the cache's WindowClimber moves them
+  // (wtinylfuWindowPercent is then only where the share starts). Shared by
+  // all the cache's W-TinyLFU policies.
+  std::shared_ptr<const WindowSignal> wtinylfuWindow;
 };
 
 // One row per policy: the only place a name maps to an implementation.

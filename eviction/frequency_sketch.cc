@@ -132,16 +132,25 @@ uint32_t FrequencySketch::estimate(uint64_t hash) const {
   return best + (seen(doorOf(hash)) ? 1 : 0);
 }
 
+void FrequencySketch::age() {
+  halveCounters();
+  resets_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void FrequencySketch::halve() {
+  halveCounters();
+  // Counting restarts at half the sample: the halved counts still weigh.
+  additions_.fetch_sub(sampleSize_ / 2, std::memory_order_relaxed);
+  resets_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FrequencySketch::halveCounters() {
   for (size_t i = 0; i < words_; ++i) {
     uint64_t v = counterWord(i).load(std::memory_order_relaxed);
     while (!counterWord(i).compare_exchange_weak(v, (v >> 1) & 0x7777777777777777ull, std::memory_order_relaxed)) {
     }
   }
   for (size_t i = 0; i < doorWords_; ++i) door_[i].store(0, std::memory_order_relaxed);
-  // Counting restarts at half the sample: the halved counts still weigh.
-  additions_.fetch_sub(sampleSize_ / 2, std::memory_order_relaxed);
-  resets_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace tiercache

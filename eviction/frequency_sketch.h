@@ -49,6 +49,9 @@ class FrequencySketch {
   size_t capacity() const { return capacity_; }
   size_t bytes() const { return (words_ + doorWords_) * sizeof(uint64_t); }
   uint64_t resets() const { return resets_.load(std::memory_order_relaxed); }
+  // Halves every counter and clears the doorkeeper now, outside the sample
+  // count (the workload changed: old counts should weigh less, sooner).
+  void age();
 
  private:
   void incrementBlocked(uint64_t hash);
@@ -64,6 +67,7 @@ class FrequencySketch {
   Door doorOf(uint64_t hash) const;
   bool seen(const Door& d) const;
   void halve();
+  void halveCounters();  // the counters halved, the doorkeeper cleared
 
   const Layout layout_;
   const size_t capacity_;

@@ -24,10 +24,21 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
 namespace tiercache {
+
+// What the cache's tuner publishes and every W-TinyLFU policy of the cache
+// reads at eviction.
+struct WindowSignal {
+  std::atomic<uint32_t> perMille{10};  // the window's share
+  // Bumped when a sample's hit ratio fell by kRestartChange or more: the
+  // workload changed, and each policy halves its sketch once, so that the
+  // old keys' counts stop holding main against the new keys.
+  std::atomic<uint32_t> agings{0};
+};
 
 class WindowClimber {
  public:
@@ -44,6 +55,7 @@ class WindowClimber {
   uint32_t sample(double hitRatio) {
     if (previous_ >= 0) {
       const double change = hitRatio - previous_;
+      fell_ = change <= -kRestartChange;
       if (change < 0) up_ = !up_;  // it hurt: turn round
       factor_ = std::abs(change) >= kRestartChange ? kFactor : 1 + (factor_ - 1) * kDecay;
     }
@@ -53,12 +65,15 @@ class WindowClimber {
   }
 
   uint32_t perMille() const { return static_cast<uint32_t>(std::lround(perMille_)); }
+  // The last sample's hit ratio fell by kRestartChange or more.
+  bool fellSharply() const { return fell_; }
 
  private:
   double perMille_;
   double factor_ = kFactor;
   bool up_ = false;
   double previous_ = -1;  // no sample yet
+  bool fell_ = false;
 };
 
 }  // namespace tiercache

@@ -17,10 +17,10 @@ uint32_t nowStamp() { return coarseNowMs() & WTinyLfuPolicy::kTimeMask; }
 }  // namespace
 
 WTinyLfuPolicy::WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent,
-                               std::shared_ptr<const std::atomic<uint32_t>> windowPerMille)
+                               std::shared_ptr<const WindowSignal> signal)
     : EvictionPolicy(resolver),
       windowPercent_(std::clamp<uint32_t>(windowPercent, 1, 90)),
-      windowPerMille_(std::move(windowPerMille)),
+      signal_(std::move(signal)),
       window_(resolver),
       probation_(resolver),
       protected_(resolver) {
@@ -46,8 +46,7 @@ void WTinyLfuPolicy::moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head)
 }
 
 size_t WTinyLfuPolicy::windowTarget(size_t members) const {
-  const size_t perMille =
-      windowPerMille_ ? windowPerMille_->load(std::memory_order_relaxed) : size_t{windowPercent_} * 10;
+  const size_t perMille = signal_ ? signal_->perMille.load(std::memory_order_relaxed) : size_t{windowPercent_} * 10;
   return std::max<size_t>(1, members * perMille / 1000);
 }
 
@@ -179,6 +178,13 @@ uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
 size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   FrequencySketch& sketch = *sketch_.load(std::memory_order_relaxed);
+  if (signal_) {
+    const uint32_t agings = signal_->agings.load(std::memory_order_relaxed);
+    if (agings != agingsSeen_) {
+      agingsSeen_ = agings;
+      sketch.age();
+    }
+  }
   size_t taken = 0;
   size_t offered = 0;
   size_t moves = 0;

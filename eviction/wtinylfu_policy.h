@@ -43,10 +43,11 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   enum Segment : uint32_t { kWindow = 0, kProbation = 1, kProtected = 2 };
   static constexpr uint32_t kProtectedPercent = 80;  // of main
 
-  // windowPerMille: the share of the window, moved by the cache's climber
-  // (window_climber.h); null: windowPercent, fixed.
+  // signal: the window's share and the sketch agings, moved by the cache's
+  // climber (window_climber.h); null: windowPercent, fixed, and no aging
+  // but the sketch's own.
   WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent,
-                 std::shared_ptr<const std::atomic<uint32_t>> windowPerMille = nullptr);
+                 std::shared_ptr<const WindowSignal> signal = nullptr);
 
   void add(uint32_t ref) override;
   bool remove(uint32_t ref) override;
@@ -79,7 +80,8 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   size_t windowTarget(size_t members) const;
 
   const uint32_t windowPercent_;
-  const std::shared_ptr<const std::atomic<uint32_t>> windowPerMille_;
+  const std::shared_ptr<const WindowSignal> signal_;
+  uint32_t agingsSeen_ = 0;  // lock_ held
   mutable AdaptiveMutex lock_;
   IntrusiveList window_;
   IntrusiveList probation_;

@@ -397,6 +397,23 @@ TEST_P(FrequencySketchLayouts, CountsGrowWithAccessesAndHalveAfterTheSample) {
   EXPECT_GE(s.estimate(hot), 6u);
 }
 
+// age(): the climber's signal that the workload changed. Counts halve at
+// once and the doorkeeper forgets, but the sample count goes on: the next
+// regular halving comes when it would have.
+TEST_P(FrequencySketchLayouts, AgingHalvesNowAndLeavesTheSampleCount) {
+  FrequencySketch s(64, 10, GetParam());  // sample: 640 increments
+  const uint64_t hot = 0x1234567887654321ull;
+  for (int i = 0; i < 11; ++i) s.increment(hot);
+  EXPECT_EQ(s.estimate(hot), 11u);
+  s.age();
+  EXPECT_EQ(s.estimate(hot), 5u) << "10 counted -> 5, the doorkeeper cleared";
+  EXPECT_EQ(s.resets(), 1u);
+  for (uint64_t k = 0; k < 628; ++k) s.increment(k * 0x9E3779B97F4A7C15ull + 7);
+  EXPECT_EQ(s.resets(), 1u) << "639 increments: the sample is not over";
+  s.increment(99);
+  EXPECT_EQ(s.resets(), 2u);
+}
+
 TEST_P(FrequencySketchLayouts, ConcurrentIncrementsAreNotLostBelowSaturation) {
   FrequencySketch s(1 << 16, 10, GetParam());
   const uint64_t key = 0xABCDEF0123456789ull;
@@ -531,8 +548,8 @@ TEST(WTinyLfuPolicy, SketchGrowsWithTheMembers) {
 // the window's tail goes to probation freely.
 TEST(WTinyLfuPolicy, WindowFollowsTheSharedShare) {
   ArrayResolver r(4000);
-  auto share = std::make_shared<std::atomic<uint32_t>>(10);  // 1%
-  WTinyLfuPolicy p(r, 1, share);
+  auto signal = std::make_shared<WindowSignal>();  // 1%
+  WTinyLfuPolicy p(r, 1, signal);
   uint32_t next = 0;
   for (; next < 1000; ++next) p.add(next);
   auto churn = [&](int n) {
@@ -543,15 +560,34 @@ TEST(WTinyLfuPolicy, WindowFollowsTheSharedShare) {
   };
   churn(200);
   EXPECT_LE(p.windowSize(), 10u);
-  share->store(500);  // 50%
+  signal->perMille.store(500);  // 50%
   churn(600);
   EXPECT_EQ(p.size(), 1000u);
   EXPECT_GE(p.windowSize(), 490u);
   EXPECT_LE(p.windowSize(), 510u);
-  share->store(10);
+  signal->perMille.store(10);
   churn(50);
   EXPECT_LE(p.windowSize(), 10u);
   EXPECT_EQ(p.size(), 1000u);
+}
+
+// A bump of the signal's agings (the cache's hit ratio fell sharply) ages
+// the sketch once, at the policy's next eviction.
+TEST(WTinyLfuPolicy, AgingSignalAgesTheSketchOnce) {
+  ArrayResolver r(64);
+  auto signal = std::make_shared<WindowSignal>();
+  WTinyLfuPolicy p(r, 1, signal);
+  for (uint32_t i = 0; i < 10; ++i) p.add(i);  // each counted once: the doorkeeper
+  drain(p, 1);
+  std::vector<uint32_t> left = members(p);
+  ASSERT_EQ(left.size(), 9u);
+  for (uint32_t ref : left) EXPECT_EQ(p.estimate(ref), 1u);
+  signal->agings.fetch_add(1);
+  drain(p, 1);
+  for (uint32_t ref : members(p)) EXPECT_EQ(p.estimate(ref), 0u) << ref;
+  p.add(20);
+  drain(p, 1);  // no new aging: the newcomer keeps its count
+  EXPECT_EQ(p.estimate(20), 1u);
 }
 
 // A batch eviction takes its window victims one by one; the window it
@@ -611,6 +647,18 @@ TEST(WindowClimber, GrowsWhileItHelpsAndTurnsWhenItHurts) {
   uint32_t last = d;
   for (int i = 0; i < 40; ++i) last = c.sample(0.55 + 0.001 * i);  // rising: on down, to the floor
   EXPECT_EQ(last, 10u);
+}
+
+TEST(WindowClimber, ReportsASharpFall) {
+  WindowClimber c(10);
+  c.sample(0.60);
+  EXPECT_FALSE(c.fellSharply());
+  c.sample(0.58);
+  EXPECT_FALSE(c.fellSharply());
+  c.sample(0.50);  // 8 points down: the workload changed
+  EXPECT_TRUE(c.fellSharply());
+  c.sample(0.60);  // a sharp rise is no reason to age
+  EXPECT_FALSE(c.fellSharply());
 }
 
 TEST(WindowClimber, ClampsAtNinetyPercentAndRestartsItsStepOnAJump) {
