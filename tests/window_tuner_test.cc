@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "allocator/cache.h"
@@ -92,6 +94,40 @@ TEST(AdaptiveWindow, ZipfStaysNearTheFixedWindow) {
   const double adaptiveRatio = staticZipf(adaptive);
   EXPECT_GT(adaptiveRatio, fixedRatio - 0.005) << "fixed " << fixedRatio << ", adaptive " << adaptiveRatio;
   EXPECT_LT(adaptive.stats().wtinylfu_window_per_mille, 100u);
+}
+
+// Four threads on the sliding window: samples end on whichever thread's
+// miss looks first, the share moves while other threads evict under it,
+// and every value read back is the one its key was given. (For TSan: the
+// climber's state, the signal and the policies' reads of it.)
+TEST(AdaptiveWindow, ThreadsClimbTogetherAndReadBackTheirValues) {
+  Cache cache = makeWindowCache(true);
+  const std::vector<double> cdf = zipfCdf(4000, 0.8);
+  std::atomic<uint64_t> wrong{0}, hits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(40 + t);
+      std::uniform_real_distribution<double> u(0, 1);
+      char key[24];
+      for (size_t i = 0; i < 100'000; ++i) {
+        const size_t rank = std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin();
+        const size_t k = rank + i;  // all four slide at one key per request
+        std::snprintf(key, sizeof key, "k%09zu", k);
+        const std::string value = "value of " + std::string(key) + std::string(k % 24, '+');
+        if (ReadHandle h = cache.find(key)) {
+          hits.fetch_add(1, std::memory_order_relaxed);
+          if (h.value() != value) wrong.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          cache.set(key, value);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_GT(hits.load(), 0u);
+  EXPECT_GT(cache.stats().wtinylfu_window_per_mille, 10u) << "no sample moved the window";
 }
 
 TEST(AdaptiveWindow, OtherPoliciesReportNoWindow) {
