@@ -25,7 +25,7 @@ void WindowTuner::check() {
     // hits may run a little ahead of its gets, never by a whole sample.
     const double ratio = std::min(1.0, double(hits - sampleHits_) / double(gets - sampleGets_));
     signal_->perMille.store(climber_.sample(ratio), std::memory_order_relaxed);
-    if (climber_.fellSharply()) signal_->agings.fetch_add(1, std::memory_order_relaxed);
+    if (climber_.agingDue()) signal_->agings.fetch_add(1, std::memory_order_relaxed);
   }
   sampleGets_ = gets;
   sampleHits_ = hits;

@@ -2,8 +2,8 @@
 # The tables of docs/benchmarks.md, "An adaptive window": W-TinyLFU with a
 # fixed 1% window against the adaptive one (eviction.wtinylfu_adaptive_window),
 #   1. on Zipf 0.9 and 1.0 at 1%, 10% and 30% caches (configs/acceptance/);
-#   2. on three recency-biased traces (scripts/recency-traces.py, 6M requests
-#      each) replayed on a 19,968-object cache (39 slabs of 512 128-byte
+#   2. on three recency-biased traces and one of Zipf with scans
+#      (scripts/recency-traces.py, 6M requests each) replayed on a 19,968-object cache (39 slabs of 512 128-byte
 #      slots), beside LRU and S3-FIFO on the same cache and the reference
 #      simulators (ARC among them) at the same capacity.
 # Usage: scripts/adaptive-window.sh [BUILD_DIR] [TRACE_DIR]   (output on stdout)
@@ -34,7 +34,7 @@ for a in 0.9 1.0; do
     done
   done
 done
-for k in slide recency phases; do
+for k in slide recency phases scans; do
   [ -s "$T/$k.csv" ] || python3 scripts/recency-traces.py "$k" 6000000 "$T/$k.csv"
   for run in "lru off" "s3fifo off" "wtinylfu off" "wtinylfu on"; do
     set -- $run

@@ -10,6 +10,9 @@ tiercache-bench's CSV trace format (key,size,op), deterministic per kind.
            distributed distance, mean 5,000), 40% draw from 5M keys.
   phases   Zipf 0.9 over 100,000 keys, a fresh key set every 400,000
            requests (a workload change).
+  scans    the opposite case, for contrast: Zipf 0.9 over 100,000 keys
+           (frequency decides) with a scan of 60,000 never-repeated keys
+           every 1,000,000 requests.
 
 usage: scripts/recency-traces.py KIND REQUESTS OUT.csv [SIZE]
 SIZE is the value size of every request (default 60: with keys of up to 12
@@ -31,11 +34,11 @@ def zipf_cdf(n, alpha):
 
 
 def main():
-    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("slide", "recency", "phases"):
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("slide", "recency", "phases", "scans"):
         sys.exit(__doc__)
     kind, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     size = int(sys.argv[4]) if len(sys.argv) == 5 else 60
-    rng = random.Random(1)
+    rng = random.Random(3 if kind == "scans" else 1)
     draw = lambda cdf: bisect.bisect_left(cdf, rng.random())
     with open(path, "w") as out:
         if kind == "slide":
@@ -53,6 +56,14 @@ def main():
                 if len(recent) > 200_000:
                     recent = recent[-100_000:]
                 out.write(f"k{k},{size},get\n")
+        elif kind == "scans":
+            cdf = zipf_cdf(100_000, 0.9)
+            scan = 0
+            for i in range(n):
+                if i % 1_000_000 == 500_000:
+                    out.write("".join(f"s{scan}_{j},{size},get\n" for j in range(60_000)))
+                    scan += 1
+                out.write(f"k{draw(cdf)},{size},get\n")
         else:
             cdf = zipf_cdf(100_000, 0.9)
             perm = list(range(100_000))

@@ -649,28 +649,42 @@ TEST(WindowClimber, GrowsWhileItHelpsAndTurnsWhenItHurts) {
   EXPECT_EQ(last, 10u);
 }
 
-TEST(WindowClimber, ReportsASharpFall) {
-  WindowClimber c(10);
-  c.sample(0.60);
-  EXPECT_FALSE(c.fellSharply());
-  c.sample(0.58);
-  EXPECT_FALSE(c.fellSharply());
-  c.sample(0.50);  // 8 points down: the workload changed
-  EXPECT_TRUE(c.fellSharply());
-  c.sample(0.60);  // a sharp rise is no reason to age
-  EXPECT_FALSE(c.fellSharply());
+// A fall of 5 points or more: the climber holds for a sample. If the hit
+// ratio comes back (a scan passed) it goes on as before, no aging; if it
+// stays down (the workload changed) it turns round and asks for an aging.
+TEST(WindowClimber, HoldsAfterAFallAndAgesOnlyIfItLasts) {
+  WindowClimber scan(10);
+  scan.sample(0.60);
+  scan.sample(0.59);  // a small drop: up
+  const uint32_t before = scan.sample(0.60);
+  EXPECT_EQ(scan.sample(0.40), before) << "a fall: hold";
+  EXPECT_FALSE(scan.agingDue());
+  EXPECT_EQ(scan.sample(0.60), before) << "back up: the pair says nothing of the window";
+  EXPECT_FALSE(scan.agingDue()) << "a scan is no reason to forget frequencies";
+  EXPECT_GT(scan.sample(0.61), before) << "on as before the scan (up)";
+
+  WindowClimber change(10);
+  change.sample(0.60);
+  change.sample(0.59);
+  const uint32_t at = change.sample(0.60);
+  EXPECT_EQ(change.sample(0.45), at);
+  EXPECT_FALSE(change.agingDue());
+  EXPECT_LT(change.sample(0.47), at) << "still down: turn round";
+  EXPECT_TRUE(change.agingDue());
+  change.sample(0.50);
+  EXPECT_FALSE(change.agingDue()) << "once per change";
 }
 
-TEST(WindowClimber, ClampsAtNinetyPercentAndRestartsItsStepOnAJump) {
+TEST(WindowClimber, ClampsAtNinetyPercent) {
   WindowClimber c(10);
   c.sample(0.10);
   c.sample(0.09);  // up
   uint32_t last = 0;
   for (int i = 0; i < 200; ++i) last = c.sample(0.10 + 0.001 * i);
   EXPECT_EQ(last, 900u);
-  // Hundreds of samples decayed the factor; a jump of 5 points restores it.
-  const uint32_t before = c.sample(0.24);  // a drop of 5+ points: down, factor 2
-  EXPECT_EQ(before, 450u);
+  // Hundreds of samples decayed the factor; a lasting fall restores it.
+  EXPECT_EQ(c.sample(0.24), 900u);  // a fall of 5+ points: hold
+  EXPECT_EQ(c.sample(0.24), 450u);  // it lasted: down, factor 2
 }
 
 class PolicyTest : public ::testing::TestWithParam<std::string> {
