@@ -92,23 +92,33 @@ double zipfWithScans(Cache& cache) {
   });
 }
 
-TEST(AdaptiveWindow, RecencyBiasedTrafficGrowsTheWindowAndHitsMore) {
+// The same traffic on a fixed-window cache and an adaptive one.
+struct SideBySide {
+  double fixedRatio = 0, adaptiveRatio = 0;
+  uint64_t fixedWindow = 0, adaptiveWindow = 0;  // per mille, at the end
+};
+SideBySide sideBySide(double (*traffic)(Cache&)) {
   Cache fixed = makeWindowCache(false);
   Cache adaptive = makeWindowCache(true);
-  const double fixedRatio = slidingWindow(fixed);
-  const double adaptiveRatio = slidingWindow(adaptive);
-  EXPECT_EQ(fixed.stats().wtinylfu_window_per_mille, 10u);  // fixed at wtinylfu_window_percent
-  EXPECT_GT(adaptive.stats().wtinylfu_window_per_mille, 100u) << "the window should have grown past 10%";
-  EXPECT_GT(adaptiveRatio, fixedRatio + 0.10) << "fixed " << fixedRatio << ", adaptive " << adaptiveRatio;
+  SideBySide r;
+  r.fixedRatio = traffic(fixed);
+  r.adaptiveRatio = traffic(adaptive);
+  r.fixedWindow = fixed.stats().wtinylfu_window_per_mille;
+  r.adaptiveWindow = adaptive.stats().wtinylfu_window_per_mille;
+  return r;
+}
+
+TEST(AdaptiveWindow, RecencyBiasedTrafficGrowsTheWindowAndHitsMore) {
+  const SideBySide r = sideBySide(slidingWindow);
+  EXPECT_EQ(r.fixedWindow, 10u);  // fixed at wtinylfu_window_percent
+  EXPECT_GT(r.adaptiveWindow, 100u) << "the window should have grown past 10%";
+  EXPECT_GT(r.adaptiveRatio, r.fixedRatio + 0.10) << "fixed " << r.fixedRatio << ", adaptive " << r.adaptiveRatio;
 }
 
 TEST(AdaptiveWindow, ZipfStaysNearTheFixedWindow) {
-  Cache fixed = makeWindowCache(false);
-  Cache adaptive = makeWindowCache(true);
-  const double fixedRatio = staticZipf(fixed);
-  const double adaptiveRatio = staticZipf(adaptive);
-  EXPECT_GT(adaptiveRatio, fixedRatio - 0.005) << "fixed " << fixedRatio << ", adaptive " << adaptiveRatio;
-  EXPECT_LT(adaptive.stats().wtinylfu_window_per_mille, 100u);
+  const SideBySide r = sideBySide(staticZipf);
+  EXPECT_GT(r.adaptiveRatio, r.fixedRatio - 0.005) << "fixed " << r.fixedRatio << ", adaptive " << r.adaptiveRatio;
+  EXPECT_LT(r.adaptiveWindow, 100u);
 }
 
 // Four threads on the sliding window: samples end on whichever thread's
@@ -149,11 +159,8 @@ TEST(AdaptiveWindow, ThreadsClimbTogetherAndReadBackTheirValues) {
 // the next sample rebounds, neither turns round nor ages the sketch (which
 // would forget the frequencies that make W-TinyLFU scan resistant).
 TEST(AdaptiveWindow, ScansDoNotCostTheFrequencies) {
-  Cache fixed = makeWindowCache(false);
-  Cache adaptive = makeWindowCache(true);
-  const double fixedRatio = zipfWithScans(fixed);
-  const double adaptiveRatio = zipfWithScans(adaptive);
-  EXPECT_GT(adaptiveRatio, fixedRatio - 0.005) << "fixed " << fixedRatio << ", adaptive " << adaptiveRatio;
+  const SideBySide r = sideBySide(zipfWithScans);
+  EXPECT_GT(r.adaptiveRatio, r.fixedRatio - 0.005) << "fixed " << r.fixedRatio << ", adaptive " << r.adaptiveRatio;
 }
 
 TEST(AdaptiveWindow, OtherPoliciesReportNoWindow) {
