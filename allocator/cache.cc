@@ -90,20 +90,26 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   policy.lruRefreshRatio = config_.eviction.lru_refresh_ratio;
   policy.s3fifoSmallPercent = config_.eviction.s3fifo_small_percent;
   policy.wtinylfuWindowPercent = config_.eviction.wtinylfu_window_percent;
-  if (config_.eviction.policy == EvictionPolicyKind::kWTinyLfu && config_.eviction.wtinylfu_adaptive_window) {
-    tuner_ = std::make_unique<WindowTuner>(config_.eviction.wtinylfu_window_percent, *counters_, [this] {
-      WindowTuner::Capacity capacity{0, true};
-      for (const auto& a : allocs_) {
-        for (uint32_t p = 0; p < a->poolCount(); ++p) {
-          capacity.full = capacity.full && !a->canGrow(p);  // its slabs are all given out
-          for (uint32_t c = 0; c < a->classCount(); ++c) {
-            capacity.slots += a->cls(p, c).slabCountHint() * a->cls(p, c).slotsPerSlab();
+  if (config_.eviction.policy == EvictionPolicyKind::kWTinyLfu) {
+    // The share every W-TinyLFU policy reads: the configured one, moved by
+    // the tuner when the window adapts.
+    auto signal = std::make_shared<WindowSignal>();
+    signal->perMille.store(config_.eviction.wtinylfu_window_percent * 10, std::memory_order_relaxed);
+    policy.wtinylfuWindow = windowSignal_ = signal;
+    if (config_.eviction.wtinylfu_adaptive_window) {
+      tuner_ = std::make_unique<WindowTuner>(signal, *counters_, [this] {
+        WindowTuner::Capacity capacity{0, true};
+        for (const auto& a : allocs_) {
+          for (uint32_t p = 0; p < a->poolCount(); ++p) {
+            capacity.full = capacity.full && !a->canGrow(p);  // its slabs are all given out
+            for (uint32_t c = 0; c < a->classCount(); ++c) {
+              capacity.slots += a->cls(p, c).slabCountHint() * a->cls(p, c).slotsPerSlab();
+            }
           }
         }
-      }
-      return capacity;
-    });
-    policy.wtinylfuWindow = tuner_->signal();
+        return capacity;
+      });
+    }
   }
   uint32_t first = 0;
   for (uint32_t t = 0; t < tiers_.size(); ++t) {
@@ -141,7 +147,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                          });
   stats_ = std::make_unique<StatsCollector>(StatsParts{config_, allocs_, *table_, *index_, *counters_, *recovery_,
                                                        *movers_, *reaper_, {records.begin(), records.end()},
-                                                       rebalancer_.get(), tuner_.get()});
+                                                       rebalancer_.get(), windowSignal_.get()});
   if (config_.reaper.enabled) reaper_->start();
 }
 

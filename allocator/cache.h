@@ -55,6 +55,7 @@ class ShardedCounter;
 struct RecoveryCounters;
 class StatsCollector;
 class WindowTuner;
+struct WindowSignal;
 struct LiveCheck;
 struct InsertCondition;
 struct InsertOutcome;
@@ -320,7 +321,8 @@ class Cache final : private ItemFate {
   std::unique_ptr<CachePersistence> persistence_;
   std::unique_ptr<AccessIndex> index_;
   std::unique_ptr<CacheCounters> counters_;
-  std::unique_ptr<WindowTuner> tuner_;          // W-TinyLFU with the adaptive window only
+  std::shared_ptr<const WindowSignal> windowSignal_;  // W-TinyLFU only: the window share its policies read
+  std::unique_ptr<WindowTuner> tuner_;                // W-TinyLFU with the adaptive window only
   std::unique_ptr<RecoveryCounters> recovery_;  // written by CachePersistence::recover()
   // Lifecycle (cache_lifecycle.cc): items with a seq below flushSeq_ were
   // flushed; a delayed flush takes effect at pendingFlushAt_ (expiry-clock

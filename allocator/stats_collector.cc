@@ -10,7 +10,7 @@
 #include "slab_rebalancer.h"
 #include "movers.h"
 #include "slab_allocator.h"
-#include "window_tuner.h"
+#include "../eviction/window_climber.h"
 #include "../tiers/pool_records.h"
 
 namespace tiercache {
@@ -34,11 +34,7 @@ CacheStats StatsCollector::collect() const {
   s.item_header_bytes = sizeof(Item);
   s.index_buckets_log2 = static_cast<uint32_t>(std::bit_width(p_.index.bucketCount()) - 1);
   s.metadata_bytes = p_.index.metadataBytes() + p_.table.metadataBytes();
-  if (p_.windowTuner) {
-    s.wtinylfu_window_per_mille = p_.windowTuner->perMille();
-  } else if (p_.config.eviction.policy == EvictionPolicyKind::kWTinyLfu) {
-    s.wtinylfu_window_per_mille = p_.config.eviction.wtinylfu_window_percent * 10;
-  }
+  if (p_.windowSignal) s.wtinylfu_window_per_mille = p_.windowSignal->perMille.load(std::memory_order_relaxed);
   if (p_.rebalancer) {
     s.metadata_bytes += p_.rebalancer->metadataBytes();
     p_.rebalancer->counters().copyTo(s);

@@ -18,7 +18,7 @@ class Movers;
 class PoolRecords;
 class SlabAllocator;
 class SlabRebalancer;
-class WindowTuner;
+struct WindowSignal;
 class SlabTable;
 struct CacheCounters;
 struct RecoveryCounters;
@@ -35,7 +35,7 @@ struct StatsParts {
   const ItemReaper& reaper;
   std::vector<const PoolRecords*> records;        // per tier; null: volatile
   const SlabRebalancer* rebalancer = nullptr;      // rebalance.strategy "marginal-hits" only
-  const WindowTuner* windowTuner = nullptr;        // W-TinyLFU with the adaptive window only
+  const WindowSignal* windowSignal = nullptr;      // W-TinyLFU only
 };
 
 class StatsCollector {

@@ -4,12 +4,13 @@
 
 namespace tiercache {
 
-WindowTuner::WindowTuner(uint32_t initialPercent, const CacheCounters& counters, std::function<Capacity()> capacity)
+WindowTuner::WindowTuner(std::shared_ptr<WindowSignal> signal, const CacheCounters& counters,
+                         std::function<Capacity()> capacity)
     : counters_(counters),
       capacity_(std::move(capacity)),
-      signal_(std::make_shared<WindowSignal>()),
-      climber_(initialPercent * 10) {
-  signal_->perMille.store(climber_.perMille(), std::memory_order_relaxed);
+      signal_(std::move(signal)),
+      climber_(signal_->perMille.load(std::memory_order_relaxed)) {
+  signal_->perMille.store(climber_.perMille(), std::memory_order_relaxed);  // clamped to the climber's range
 }
 
 void WindowTuner::check() {

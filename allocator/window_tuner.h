@@ -40,13 +40,9 @@ class WindowTuner {
     uint64_t slots = 0;  // items the cache holds when full (slabs move between classes)
     bool full = false;   // no pool of any tier can take another slab
   };
-  // capacity is read at each sample's end.
-  WindowTuner(uint32_t initialPercent, const CacheCounters& counters, std::function<Capacity()> capacity);
-
-  // What the policies read (EvictionPolicyOptions::wtinylfuWindow).
-  std::shared_ptr<const WindowSignal> signal() const { return signal_; }
-  uint32_t perMille() const { return signal_->perMille.load(std::memory_order_relaxed); }
-  uint32_t agings() const { return signal_->agings.load(std::memory_order_relaxed); }
+  // signal: what the policies read (EvictionPolicyOptions::wtinylfuWindow),
+  // its share where the climber starts; capacity is read at each sample's end.
+  WindowTuner(std::shared_ptr<WindowSignal> signal, const CacheCounters& counters, std::function<Capacity()> capacity);
 
   // A get missed.
   void noteMiss() {

@@ -4,7 +4,7 @@
 //
 // A fixed 1% window suits frequency-biased traffic (Zipf), but where recency
 // decides (a sliding working set, bursts of re-references) the filter turns
-// away the items that would be hit next: 76-87% misses against LRU's 40-45%
+// away the items that would be hit next: 77-88% misses against LRU's 40-45%
 // on such traces (docs/benchmarks.md, "An adaptive window"). The climber
 // moves the share after each sample of requests: on in the same direction
 // while the hit ratio rises, back when it falls. After a fall of 5 points
