@@ -113,11 +113,11 @@ void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
   if (!g.owns_lock()) return;
   // The ring is full. Where a background worker applies it on its looks,
   // this hit applies only the oldest kHitApply moves and queues its own
-  // behind the rest: a get pays for a few moves, not a whole ring (256 took
-  // ~25 us, the get p99.9 of the 1-thread seed with the evictor on), and
+  // behind the rest: a get pays for a few moves, not a whole ring (a whole
+  // ring was the 1-thread seed's get p99.9 with the evictor on), and
   // the worker does the rest. Without one, nobody else would soon: the hit
-  // applies all (32 at a time moved the same work from p99.9 to p99;
-  // docs/benchmarks.md). Order is kept either way: the ring is FIFO.
+  // applies all (32 at a time moved the same work from p99.9 to p99).
+  // Order is kept either way: the ring is FIFO.
   if (backgroundApplies_.load(std::memory_order_relaxed)) {
     applyPendingLocked(kHitApply);
     if (appendPending(ref)) return;
