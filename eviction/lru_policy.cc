@@ -28,6 +28,7 @@ void LruPolicy::add(uint32_t ref) {
 
 void LruPolicy::addLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   if (insertionPoint_ == 0) {
     h.meta.store(stamp(EvictionHook::kInList | EvictionHook::kHot), std::memory_order_relaxed);
     hot_.pushHead(ref);
@@ -212,6 +213,7 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
     while (cur != IntrusiveList::kNull && taken < want && scanned < maxScan) {
       const uint32_t prev = list->prevOf(cur);
       ++scanned;
+      TC_DCHECK(&listOf(r_.hook(cur).meta.load(std::memory_order_relaxed)) == list);  // its meta names its list
       switch (visitor.visit(cur)) {
         case EvictionVisitor::Verdict::kTake: {
           const uint32_t idle = (coarseNowMs() - r_.hook(cur).meta.load(std::memory_order_relaxed)) &

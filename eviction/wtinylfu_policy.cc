@@ -96,6 +96,7 @@ bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
 
 void WTinyLfuPolicy::addLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   h.meta.store(EvictionHook::kInList | (kWindow << kSegShift) | nowStamp(), std::memory_order_relaxed);
   window_.pushHead(ref);
   // While the class fills, the window's tail overflows to probation (main
@@ -198,6 +199,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   auto offer = [&](uint32_t ref, bool rejected) {
     ++offered;
     const uint32_t m = r_.hook(ref).meta.load(std::memory_order_relaxed);
+    TC_DCHECK(m & EvictionHook::kInList);  // a victim is a member
     const auto verdict = rejected ? visitor.visitRejected(ref) : visitor.visit(ref);
     if (verdict == EvictionVisitor::Verdict::kTake) {
       noteTaken(ref, (coarseNowMs() - m) & kTimeMask);
