@@ -260,9 +260,8 @@ WriteHandle Cache::allocate(PoolId pool, std::string_view key, size_t valueSize)
   // The chain's first item (the one the insert compares and rewrites or
   // unlinks) loads during the caller's fill, if the fill is long enough to
   // hide a miss. Finding it reads the bucket, which may still be in flight:
-  // before a short fill that read only holds this call (BM_AllocateInsert,
-  // 100-byte values: 1.14x -> 1.33x of its baseline without it,
-  // docs/benchmarks.md, December 4).
+  // before a short fill that read only holds this call (BM_AllocateInsert's
+  // 100-byte values ran faster without it).
   if (h && valueSize >= kChainHeadMinValue) index_->prefetchChainHead(hash);
   return h;
 }

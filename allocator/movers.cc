@@ -83,6 +83,7 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
     // two looks leaves as a live one (the dead-only pass then evicts one
     // live item early: rare, and an eviction is always allowed).
     const bool dead = live_.dead(*item);
+    TC_DCHECK(batch_.count < kMaxBatch);  // a policy takes at most what it was asked
     const size_t i = batch_.count++;
     batch_.src[i] = CompressedRef(ref);
     batch_.dead[i] = dead;
@@ -248,6 +249,7 @@ size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out,
   SlabAllocator& a = *allocs_[lower.tier()];
   size_t got = a.allocateSlots(lower.pool(), lower.id(), n, out);
   if (got < n && lower.drainDeferred()) got += lower.allocateSlots(n - got, out + got);
+  TC_DCHECK(got <= n);  // every n - got below stays positive
   if (got == n) return got;
   if (!background && served(lower)) wakeEvictor(lower, true);
   lower.counters().slow_allocs.fetch_add(1, std::memory_order_relaxed);
@@ -260,6 +262,7 @@ size_t Movers::obtainSlots(AllocationClass& lower, size_t n, CompressedRef* out,
     evictInto(lower, n - got, &sink, background);
     got += sink.got;
     if (got < n) got += lower.allocateSlots(n - got, out + got);
+    TC_DCHECK(got <= n);
     if (sink.got == 0) break;  // nothing evictable (all pinned): drop the rest
   }
   return got;
@@ -289,32 +292,45 @@ size_t Movers::evictInto(AllocationClass& ac, size_t n, SlotSink* sink, bool bac
     size_t ask = 0;
     size_t got = 0;
     do {
+      TC_DCHECK(b.count < want);  // want - b.count never wraps
       ask = std::min(want - b.count, chunk);
       got = ac.policy().evict(ask, ask + kEvictionMaxScan, visitor);
+      TC_DCHECK(got <= ask);
     } while (got == ask && b.count < want);
+    TC_DCHECK(b.count <= want);
+    for (size_t i = 0; i < b.count; ++i) {
+      // A victim is this class's, and left its policy's list when claimed.
+      TC_DCHECK(table_.owner(b.src[i]) == &ac);
+      TC_DCHECK(!(table_.item(b.src[i])->hook.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));
+    }
     if (b.count == 0) {
       if (!deadFirst) break;
       deadFirst = false;  // no dead item in the window: live ones now
       continue;
     }
     done += moveBatch(ac, lower, b, sink, background);
+    TC_DCHECK(done <= n);  // n - done never wraps
   }
   return done;
 }
 
 size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, SlotSink* sink, bool background) {
   const size_t k = b.count;
+  TC_DCHECK(k > 0 && k <= kMaxBatch);
   // 2. Lower-tier slots for the items to move: one class-lock hold when
   //    there are enough free, else a batch evicted there first.
   size_t moving = 0;
   for (size_t i = 0; i < k; ++i) moving += !b.drop[i];
   CompressedRef slots[kMaxBatch];
+  TC_DCHECK(moving == 0 || lower != nullptr);  // only a demoting class moves items
   const size_t got = moving ? obtainSlots(*lower, moving, slots, background) : 0;
+  TC_DCHECK(got <= moving);
   size_t next = 0;
   for (size_t i = 0; i < k; ++i) {
     b.dst[i] = CompressedRef();
     if (b.drop[i]) continue;
     if (next < got) {
+      TC_DCHECK(table_.owner(slots[next]) == lower);  // the same class one tier down
       b.dst[i] = slots[next++];
     } else {
       b.drop[i] = true;  // no room below (all pinned there): dropped instead
@@ -385,6 +401,7 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   size_t nSrcFree = 0;
   for (size_t i = 0; i < k; ++i) {
     if (!table_.item(b.src[i])->finishMove()) continue;
+    TC_DCHECK(!sink || sink->got <= sink->want);
     if (sink && sink->got < sink->want) {
       sink->out[sink->got++] = b.src[i];
     } else {
@@ -458,6 +475,9 @@ void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRe
   uint64_t demoted = 0;
   for (CompressedRef ref : claimed) {
     Item* item = table_.item(ref);
+    TC_DCHECK(table_.owner(ref) == &donor);  // releaseSlab claims the donor's items only
+    TC_DCHECK(item->state.load(std::memory_order_relaxed) & Item::kExclusive);  // claimed, out of the list
+    TC_DCHECK(!(item->hook.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));
     const bool dead = live.dead(*item);
     bool moved = false;
     if (demote && !dead && (item->state.load(std::memory_order_acquire) & Item::kAccessible)) {

@@ -5,9 +5,8 @@
 // A sample is 5 x the cache's slots in gets (at least kMinSample): long
 // enough that a sample's hit ratio moves with the window more than with
 // noise, short enough to follow a shifting workload. Caffeine's 10 x
-// adapted more slowly on recency-biased traces (54.0 -> 58.4% misses on a
-// sliding working set) and 3 x let noise move the window on Zipf (+1.6
-// points at a 1% cache); docs/benchmarks.md, "An adaptive window".
+// adapted too slowly on recency-biased traces (a sliding working set) and
+// 3 x let noise move the window on Zipf at small caches.
 //
 // The hit ratio comes from the counters the cache keeps anyway (gets, hits
 // per tier), so a hit costs nothing more; a miss counts down a thread-local
@@ -15,8 +14,8 @@
 // over (two sharded-counter sums). One window share for the whole cache:
 // the climber judges the cache's hit ratio. Samples start once the cache
 // is full: while it fills, the hit ratio rises whatever the window does,
-// and the climber would read that as a reason to keep growing it (on Zipf
-// it reached 38% within four samples).
+// and the climber would read that as a reason to keep growing it, far past
+// what Zipf wants.
 #pragma once
 
 #include <atomic>

@@ -8,9 +8,11 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cachebench_keys.h"
 #include "bench/stressors.h"
 
 namespace tiercache::bench {
@@ -181,50 +183,6 @@ std::vector<SizeBucket> sizePieces(const json& range, const json* probability, c
   return out;
 }
 
-struct KeyRule {
-  // Parses the value into the configs; absent for an ignored key.
-  std::function<void(const json&, const std::string&, CachebenchConfig&)> apply;
-};
-
-// Keys we read but do not implement (listed in the warning): they tune
-// CacheLib internals tiercache does not have, or only matter with a feature
-// that is refused when turned on.
-const std::vector<std::string>& ignoredCacheKeys() {
-  static const std::vector<std::string> k = {
-      "lruRefreshRatio", "lruUpdateOnWrite", "lruUpdateOnRead", "tryLockUpdate", "useCombinedLockForIterators",
-      "poolRebalanceIntervalSec", "rebalanceStrategy", "rebalanceMinSlabs", "rebalanceDiffRatio",
-      "moveOnSlabRelease", "poolResizeIntervalSec", "poolOptimizeIntervalSec", "poolOptimizerStrategy",
-      "maxEvictionPromotionHotness", "minPromotionBatch", "minAcAllocationWatermark", "maxAcAllocationWatermark",
-      "usePosixShm", "cacheDir", "nvmCachePaths", "nvmCacheSizeMB", "navyReaderThreads", "navyWriterThreads",
-      "navyBigHashSizePct", "navyBlockSize", "navySmallItemMaxSize", "navyParcelMemoryMB", "navyHitsReinsertionThreshold",
-      "navyProbabilityReinsertionThreshold", "navyNumInmemBuffers", "navyCleanRegions", "navyRegionSizeMB",
-      "truncateItemToOriginalAllocSizeInNvm", "printNvmCounters", "enableItemDestructorCheck", "enableItemDestructor",
-      "mmReconfigureIntervalSecs", "memoryOnlyTTL", "lru2qHotPct", "lru2qColdPct", "trackRecentItemsForDump",
-      "dipperSizeMB", "dipperBackend", "dipperDevicePath", "dipperUseDirectIO", "writeAmpDeviceList",
-      "deviceMaxWriteSize", "enableFastShutdown", "nvmCacheMetadataSizeMB", "navyBigHashBucketSize",
-      "navyBloomFilterPerBucketSize", "navyMaxNumReads", "navyMaxNumWrites", "navyStackSizeKB", "navyQDepth",
-      "navyEnableIoUring", "navyCleanRegionThreads", "navyAdmissionWriteRateMB", "navyMaxConcurrentInserts",
-      "navyDataChecksum", "navyEncryption", "navySegmentedFifoSegmentRatio", "navyReqOrderShardsPower",
-      "navySizeClasses", "navyArenas", "navyEnableAccessTimeMap", "navyAccessTimeMapMaxSize",
-      "navyEnableItemHistoryTracking", "deviceEnableFDP", "nvmAdmissionRetentionTimeThreshold", "shmType",
-      "hugePageSize", "hugePageMountDir", "lockMemory", "tickerSynchingSeconds", "eventTrackerFilePath",
-      "eventTrackerSamplingRate", "eventTrackerQueueSize", "fccCoroFiberAdapterNumThreads",
-      "fccCoroFiberAdapterFibersPerThread", "fccCoroFiberAdapterStackSizeKB", "customConfigJson",
-      "rebalanceMinRatio"};
-  return k;
-}
-
-const std::vector<std::string>& ignoredTestKeys() {
-  static const std::vector<std::string> k = {
-      "name", "mode", "numChainedItems", "chainedItemsPerLocation", "checkConsistency", "checkNvmCacheWarmUp", "traceFileName", "traceFileNames",
-      "repeatTraceReplay", "replayGeneratorConfig", "timestampFactor", "useTraceTimeStamp", "ampFactor",
-      "prepopulateThreads", "numFastShutdown", "maxInconsistencyCount", "tenantRateLimits", "preallocateCache",
-      "repeatOpCount", "ignoreOpCount", "populateItem", "maxInvalidDestructorCount", "cachePieceSize",
-      "maxCachePieces", "missTraceFile", "dramIteratorMode", "dramIteratorIntervalMs", "dramIteratorSleepMs",
-      "dramIteratorWorkMs", "opRateBurstSize", "useLegacyKeyGen", "nvmCacheWarmupCheckPolicy"};
-  return k;
-}
-
 // Special stressors cachebench selects by test_config.name: they exercise
 // CacheLib's own structures, not a key-value workload tiercache-bench can run.
 const std::map<std::string, std::string>& specialStressors() {
@@ -256,6 +214,22 @@ json readSideFile(const std::string& dir, const std::string& name, const std::st
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// "" for a key of an ignored row, " (unknown key)" for one no row holds.
+std::string ignoredNote(CachebenchSection section, const std::string& key) {
+  const CachebenchKey* row = findCachebenchKey(section, key);
+  return row && row->handling == CachebenchHandling::kIgnored ? "" : " (unknown key)";
+}
+
+// A key the import takes must be a row it may take: honoured or refused
+// when set. Anything else is a table that no longer matches the code.
+std::string takenRow(CachebenchSection section, const std::string& key, const std::string& path) {
+  const CachebenchKey* row = findCachebenchKey(section, key);
+  if (!row || (row->handling != CachebenchHandling::kHonoured && row->handling != CachebenchHandling::kRefusedIfSet))
+    throw std::logic_error("cachebench import takes " + path +
+                           ", which bench/cachebench_keys.cc does not list as read");
+  return path;
 }
 
 void refuseIfSet(const json& v, const std::string& path, const std::string& why) {
@@ -517,8 +491,7 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
                            "through a persistent pmem-file tier (docs/persistence.md)");
   });
   for (const auto& [key, val] : cc.items())
-    if (!contains(handled, key))
-      out.ignored.push_back(cpath(key) + (contains(ignoredCacheKeys(), key) ? "" : " (unknown key)"));
+    if (!contains(handled, key)) out.ignored.push_back(cpath(key) + ignoredNote(CachebenchSection::kCacheConfig, key));
 
   // ---- test_config ----
   WorkloadConfig& w = out.workload;
@@ -796,7 +769,12 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   }
   for (const auto& [key, val] : tc.items())
     if (!contains(testHandled, key))
-      out.ignored.push_back(tpath(key) + (contains(ignoredTestKeys(), key) ? "" : " (unknown key)"));
+      out.ignored.push_back(tpath(key) + ignoredNote(CachebenchSection::kTestConfig, key));
+  // Every key the import takes is a row that says so (cachebench_keys.cc).
+  for (const std::string& k : handled)
+    out.handled_keys.push_back(takenRow(CachebenchSection::kCacheConfig, k, cpath(k)));
+  for (const std::string& k : testHandled)
+    out.handled_keys.push_back(takenRow(CachebenchSection::kTestConfig, k, tpath(k)));
 
   // Validate in cachebench's words.
   w.updateEnvelopes();

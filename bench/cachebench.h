@@ -2,15 +2,15 @@
 // {...}}, // and /* */ comments allowed) into a CacheConfig and a
 // WorkloadConfig. docs/cachebench.md has the mapping table.
 //
-// Three kinds of keys:
-//   mapped       honoured (e.g. cacheSizeMB, memoryTiers, getRatio)
+// Every key is a row of bench/cachebench_keys.h, which says its kind:
+//   honoured     mapped (e.g. cacheSizeMB, memoryTiers, getRatio); a value
+//                tiercache cannot honour is refused
+//   refused when set   accepted at cachebench's default (0, false), else
+//                a ConfigError naming "cache_config.<key>" or "test_config.<key>"
 //   ignored      read and dropped because tiercache has no such knob or it
 //                does not change what is measured (e.g. lruUpdateOnWrite);
-//                they and keys we do not know are listed in `ignored` so the
+//                they and keys no row holds are listed in `ignored` so the
 //                bench prints them in one warning
-//   refused      a value whose meaning tiercache cannot honour (e.g. an NVM
-//                cache, chained items, a 2Q policy): a ConfigError naming
-//                "cache_config.<key>" or "test_config.<key>"
 #pragma once
 
 #include <optional>
@@ -36,6 +36,8 @@ struct CachebenchConfig {
   CacheConfig cache;
   WorkloadConfig workload;
   std::vector<std::string> ignored;  // "cache_config.lruUpdateOnWrite", ... in document order
+  // Every key the import has a rule for, present or not ("test_config.numOps", ...).
+  std::vector<std::string> handled_keys;
   std::optional<CachebenchReplay> replay;
   std::string allocator = "LRU";     // cachebench's allocator name, as given
   // test_config.name of a special stressor tiercache maps (bench/stressors.h);

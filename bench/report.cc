@@ -92,6 +92,17 @@ std::string formatCounters(const CacheStats& d) {
   return "== Counters (measured phase) ==\n" + wrapEntries("", entries, "");
 }
 
+// The bench's own counters (opCounterTable, runner.h) that are not zero, by
+// their table names, in table order.
+std::string formatWorkloadCounters(const OpCounts& ops) {
+  std::vector<std::string> entries;
+  for (const OpCounterDesc& d : opCounterTable()) {
+    if (ops.*d.field) entries.push_back(entry(d.name, ops.*d.field));
+  }
+  if (entries.empty()) return "";
+  return "== Workload counters ==\n" + wrapEntries("", entries, "");
+}
+
 // Per-tier lines (the tier's share of the gets and of the hits, then its
 // counter rows that moved, in table order) and the background evictor's
 // figures (WorkerStats, beside the tables), over the measured phase.
@@ -215,18 +226,12 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += formatSlabMoves(r.after);
   s += formatCounters(d);
   s += formatTierBlocks(r, d);
+  s += formatWorkloadCounters(r.ops);
   s += formatCostBlock(r);
   if (r.distinct_keys)
     s += sformat("Keys          : %s distinct of %s (%s share a short key, as cachebench's short keys do)\n",
                  withCommas(r.distinct_keys).c_str(), withCommas(config.keys).c_str(),
                  withCommas(config.keys - r.distinct_keys).c_str());
-  if (r.ops.chain_adds)
-    s += sformat("Chained items : %s adds, %s children added, %s failed; gets read %s children, %s broken chains\n",
-                 withCommas(r.ops.chain_adds).c_str(), withCommas(r.ops.chain_children).c_str(),
-                 withCommas(r.ops.chain_add_failures).c_str(), withCommas(r.ops.chain_children_read).c_str(),
-                 withCommas(r.ops.chain_broken).c_str());
-  if (r.ops.ttl_sets) s += sformat("Sets with TTL : %s\n", withCommas(r.ops.ttl_sets).c_str());
-  if (r.ops.updates) s += sformat("Updates       : %s (finds to write, counted as gets)\n", withCommas(r.ops.updates).c_str());
   s += sformat("Value check failures: %s\n", withCommas(r.ops.value_mismatches).c_str());
   if (!r.first_mismatch.empty()) s += "First failure : " + r.first_mismatch + "\n";
   s += sformat("Threads       : %u, %s ops in %.3f s (%s ops/s)\n", config.threads, withCommas(r.ops.ops()).c_str(),
@@ -321,14 +326,9 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
                  {"cpu_percent_of_core", 100.0 * r.idle_cpu_seconds / r.idle_seconds}};
   }
   if (r.distinct_keys) j["distinct_keys"] = r.distinct_keys;
-  if (r.ops.chain_adds)
-    j["chained_items"] = {{"adds", r.ops.chain_adds},
-                          {"children_added", r.ops.chain_children},
-                          {"add_failures", r.ops.chain_add_failures},
-                          {"children_read", r.ops.chain_children_read},
-                          {"broken_chains", r.ops.chain_broken}};
-  if (r.ops.ttl_sets) j["ttl_sets"] = r.ops.ttl_sets;
-  if (r.ops.updates) j["updates"] = r.ops.updates;
+  json counts = json::object();  // every row, zero or not: the same keys in every report
+  for (const OpCounterDesc& d : opCounterTable()) counts[d.name] = r.ops.*d.field;
+  j["workload_counters"] = counts;
   if (limits) {
     j["hit_ratio_limits"] = {{"capacity_bytes", limits->capacity_bytes},
                              {"capacity_objects", limits->capacity_objects},

@@ -23,25 +23,15 @@
 
 namespace tiercache::bench {
 
+const std::array<OpCounterDesc, kOpCounterCount>& opCounterTable() {
+#define TIERCACHE_BENCH_OP_ROW(name, kind, help) OpCounterDesc{#name, OpCounterKind::kind, help, &OpCounts::name},
+  static const std::array<OpCounterDesc, kOpCounterCount> table{{TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_OP_ROW)}};
+#undef TIERCACHE_BENCH_OP_ROW
+  return table;
+}
+
 OpCounts& OpCounts::operator+=(const OpCounts& o) {
-  gets += o.gets;
-  get_hits += o.get_hits;
-  sets += o.sets;
-  set_success += o.set_success;
-  lookaside_sets += o.lookaside_sets;
-  removes += o.removes;
-  remove_success += o.remove_success;
-  value_mismatches += o.value_mismatches;
-  get_bytes += o.get_bytes;
-  get_hit_bytes += o.get_hit_bytes;
-  lookaside_stored += o.lookaside_stored;
-  chain_adds += o.chain_adds;
-  chain_children += o.chain_children;
-  chain_add_failures += o.chain_add_failures;
-  chain_broken += o.chain_broken;
-  chain_children_read += o.chain_children_read;
-  ttl_sets += o.ttl_sets;
-  updates += o.updates;
+  for (const OpCounterDesc& d : opCounterTable()) this->*d.field += o.*d.field;
   return *this;
 }
 
@@ -64,9 +54,9 @@ double processCpuSeconds() {
 // One writer (its worker), any number of readers (progress): relaxed
 // load+store is enough and costs a plain store on x86.
 struct alignas(64) ThreadCounters {
-  std::atomic<uint64_t> gets{0}, get_hits{0}, sets{0}, set_success{0}, lookaside_sets{0}, removes{0},
-      remove_success{0}, value_mismatches{0}, get_bytes{0}, get_hit_bytes{0}, lookaside_stored{0}, chain_adds{0},
-      chain_children{0}, chain_add_failures{0}, chain_broken{0}, chain_children_read{0}, ttl_sets{0}, updates{0};
+#define TIERCACHE_BENCH_OP_ATOMIC(name, kind, help) std::atomic<uint64_t> name{0};
+  TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_OP_ATOMIC)
+#undef TIERCACHE_BENCH_OP_ATOMIC
 
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -74,27 +64,15 @@ struct alignas(64) ThreadCounters {
 
   OpCounts read() const {
     OpCounts o;
-    o.gets = gets.load(std::memory_order_relaxed);
-    o.get_hits = get_hits.load(std::memory_order_relaxed);
-    o.sets = sets.load(std::memory_order_relaxed);
-    o.set_success = set_success.load(std::memory_order_relaxed);
-    o.lookaside_sets = lookaside_sets.load(std::memory_order_relaxed);
-    o.removes = removes.load(std::memory_order_relaxed);
-    o.remove_success = remove_success.load(std::memory_order_relaxed);
-    o.value_mismatches = value_mismatches.load(std::memory_order_relaxed);
-    o.get_bytes = get_bytes.load(std::memory_order_relaxed);
-    o.get_hit_bytes = get_hit_bytes.load(std::memory_order_relaxed);
-    o.lookaside_stored = lookaside_stored.load(std::memory_order_relaxed);
-    o.chain_adds = chain_adds.load(std::memory_order_relaxed);
-    o.chain_children = chain_children.load(std::memory_order_relaxed);
-    o.chain_add_failures = chain_add_failures.load(std::memory_order_relaxed);
-    o.chain_broken = chain_broken.load(std::memory_order_relaxed);
-    o.chain_children_read = chain_children_read.load(std::memory_order_relaxed);
-    o.ttl_sets = ttl_sets.load(std::memory_order_relaxed);
-    o.updates = updates.load(std::memory_order_relaxed);
+#define TIERCACHE_BENCH_OP_READ(name, kind, help) o.name = name.load(std::memory_order_relaxed);
+    TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_OP_READ)
+#undef TIERCACHE_BENCH_OP_READ
     return o;
   }
 };
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
+                  sizeof(ThreadCounters) == (kOpCounterCount * sizeof(uint64_t) + 63) / 64 * 64,
+              "every ThreadCounters counter is a row of TIERCACHE_BENCH_OP_COUNTERS");
 
 class Worker {
  public:

@@ -7,7 +7,9 @@
 // their own cache line and read by a progress callback while the run goes.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,32 +23,59 @@
 
 namespace tiercache::bench {
 
+// The bench's own counters of a run, declared once: X(name, kind, help).
+// OpCounts' fields, the workers' live counters and their sum (runner.cc),
+// opCounterTable(), the JSON report's "workload_counters" and the text
+// report's "== Workload counters ==" block (report.cc) all come from this
+// list; a row added here shows up in each of them unedited.
+// Chained workloads (addChainedRatio): an add-chained op counts as a get of
+// its parent (as in cachebench); a get whose parent is there but whose chain
+// is not whole counts as a miss and in chain_broken.
+#define TIERCACHE_BENCH_OP_COUNTERS(X)                                                                  \
+  X(gets, kOps, "gets issued (lone gets, update finds and chained adds' parent finds included)")        \
+  X(get_hits, kOps, "gets that found their item")                                                       \
+  X(sets, kOps, "sets issued, look-aside sets included")                                                \
+  X(set_success, kOps, "sets the cache stored")                                                         \
+  X(lookaside_sets, kOps, "sets issued after a get miss")                                               \
+  X(removes, kOps, "removes issued")                                                                    \
+  X(remove_success, kOps, "removes that found their key")                                               \
+  X(value_mismatches, kOps, "values read back that failed verification")                                \
+  X(get_bytes, kBytes, "item bytes (header + key + value) asked for by gets; a lone get asks no value") \
+  X(get_hit_bytes, kBytes, "item bytes of the gets that hit")                                           \
+  X(lookaside_stored, kOps, "look-aside sets the cache took (the misses it stored)")                    \
+  X(chain_adds, kOps, "add-chained operations")                                                         \
+  X(chain_children, kOps, "chained children added")                                                     \
+  X(chain_add_failures, kOps, "chained children that could not be added")                               \
+  X(chain_broken, kOps, "gets whose parent was there but whose chain was not whole")                    \
+  X(chain_children_read, kOps, "chained children read back and verified by gets")                       \
+  X(ttl_sets, kOps, "sets that gave the item a TTL (ttlRatio)")                                         \
+  X(updates, kOps, "update operations (updateRatio), also counted as gets")
+
+#define TIERCACHE_BENCH_COUNT_ROW(name, kind, help) +1
+inline constexpr size_t kOpCounterCount = 0 TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_COUNT_ROW);
+#undef TIERCACHE_BENCH_COUNT_ROW
+
 struct OpCounts {
-  uint64_t gets = 0;
-  uint64_t get_hits = 0;
-  uint64_t sets = 0;             // includes lookaside sets
-  uint64_t set_success = 0;
-  uint64_t lookaside_sets = 0;   // sets issued after a get miss
-  uint64_t removes = 0;
-  uint64_t remove_success = 0;
-  uint64_t value_mismatches = 0; // values read that failed verification
-  uint64_t get_bytes = 0;        // item bytes (header + key + value) asked for by gets; lone gets: no value
-  uint64_t get_hit_bytes = 0;    // ... of the gets that hit
-  uint64_t lookaside_stored = 0; // lookaside sets the cache took (the misses it stored)
-  // Chained workloads (addChainedRatio). An add-chained op counts as a get
-  // of its parent (as in cachebench); a get whose parent is there but whose
-  // chain is not whole counts as a miss and in chain_broken.
-  uint64_t chain_adds = 0;         // add-chained operations
-  uint64_t chain_children = 0;     // children added
-  uint64_t chain_add_failures = 0; // children that could not be added
-  uint64_t chain_broken = 0;
-  uint64_t chain_children_read = 0;  // children read back and verified by gets
-  uint64_t ttl_sets = 0;           // sets that gave the item a TTL (ttlRatio)
-  uint64_t updates = 0;            // update ops (updateRatio), also counted as gets
+#define TIERCACHE_BENCH_OP_FIELD(name, kind, help) uint64_t name = 0;
+  TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_OP_FIELD)
+#undef TIERCACHE_BENCH_OP_FIELD
 
   uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
   OpCounts& operator+=(const OpCounts& o);
 };
+// A field declared outside the list would be missed by the sums and reports.
+static_assert(sizeof(OpCounts) == kOpCounterCount * sizeof(uint64_t),
+              "every OpCounts field is a row of TIERCACHE_BENCH_OP_COUNTERS");
+
+enum class OpCounterKind { kOps, kBytes };
+struct OpCounterDesc {
+  const char* name;
+  OpCounterKind kind;
+  const char* help;
+  uint64_t OpCounts::*field;
+};
+// The rows of TIERCACHE_BENCH_OP_COUNTERS, in order.
+const std::array<OpCounterDesc, kOpCounterCount>& opCounterTable();
 
 struct ProgressSnapshot {
   double seconds = 0;   // since the measured phase started

@@ -26,9 +26,9 @@ endfunction()
 
 # tiercache_test_flags(TARGET): a test binary's own sources at -O1 with line
 # tables (-g1) in the optimized builds. The library they test keeps the
-# build's flags (-O2 -g); the tests' gtest-heavy files were 55% of a clean
-# build's compile time, and -O1 -g1 takes about half of -O2 -g for them
-# (tests/cache_config_test.cc: 28 -> 15 s). Debug builds are left alone.
+# build's flags (-O2 -g); the tests' gtest-heavy files were the larger part
+# of a clean build's compile time, and -O1 -g1 takes about half of -O2 -g
+# for them. Debug builds are left alone.
 #
 # With TIERCACHE_TEST_PCH (on by default) the headers nearly every test file
 # includes are precompiled once per test binary: parsing GoogleTest and the

@@ -16,11 +16,20 @@ install(TARGETS tiercache EXPORT tiercacheTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# The public headers: tiercache.h and every project header it includes,
-# followed transitively (the parts' own headers are not API and stay in the
-# source tree). Computed, so that a header the API starts to include is
-# installed without a second list to keep in step.
-set(_todo tiercache.h)
+# The public headers: the umbrella include/tiercache/tiercache.h and every
+# project header it includes, followed transitively (the parts' own headers
+# are not API and stay in the source tree). Computed, so that a header the
+# API starts to include is installed without a second list to keep in step.
+# The umbrella's includes are relative to the source root, where its
+# sub-folders are; it is installed beside them.
+set(_umbrella include/tiercache/tiercache.h)
+install(FILES ${PROJECT_SOURCE_DIR}/${_umbrella} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiercache)
+file(STRINGS ${PROJECT_SOURCE_DIR}/${_umbrella} _lines REGEX "^#include \"")
+set(_todo "")
+foreach(_line ${_lines})
+  string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" _inc "${_line}")
+  list(APPEND _todo ${_inc})
+endforeach()
 set(TIERCACHE_PUBLIC_HEADERS "")
 while(_todo)
   list(POP_FRONT _todo _h)

@@ -6,12 +6,12 @@
 // while an application thread wants them. A plain mutex puts the waiter to
 // sleep at once, and waking a sleeping thread on a VM costs the waiter
 // tens of microseconds (its vCPU halted), far longer than the hold. glibc's
-// adaptive mutex alone spins about 100 tries (1-3 us here), shorter than
+// adaptive mutex alone spins about 100 tries, shorter than
 // the evictor's holds: with it the application thread still slept on the
 // policy lock hundreds of times a second; spinning up to 20 us (checking the
 // clock every 16 pauses, trying the lock only then, so the holder's line is
-// not hammered) took the seed runs' set p99.9 with the evictor on from
-// 37-53 us to 8-11 us, and their throughput up 6-7% (docs/benchmarks.md).
+// not hammered) cut the seed runs' set p99.9 with the evictor on several
+// times over, and raised their throughput.
 // A holder that is not running (preempted) costs a waiter at most the
 // budget before it sleeps.
 #pragma once

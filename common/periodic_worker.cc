@@ -70,9 +70,9 @@ void PeriodicWorker::loop() {
   // application threads as cores every run of the evictor or the promoter
   // stopped one of them mid-operation. SCHED_BATCH keeps this thread's fair
   // share but no wake-up preemption: it runs on an idle core or at the next
-  // tick (default config, 2 threads on 2 cores: ops/s 1.14x, get p99.9
-  // 38 -> 9 us, docs/benchmarks.md, December 4). A policy the operator
-  // chose (real-time, SCHED_IDLE) is inherited and left alone.
+  // tick (the default config, 2 threads on 2 cores, ran faster with a lower
+  // get tail; docs/benchmarks.md). A policy the operator chose (real-time,
+  // SCHED_IDLE) is inherited and left alone.
   if (sched_getscheduler(0) == SCHED_OTHER) {
     const sched_param none{};
     batchScheduled_.store(sched_setscheduler(0, SCHED_BATCH, &none) == 0, std::memory_order_relaxed);

@@ -28,9 +28,9 @@ class PeriodicWorker {
   void wake();
   // wake(), unless the worker sleeps on its timer and its next run is due
   // within `soon` anyway: waking a sleeping thread is a system call (and,
-  // on a VM, an interrupt to another vCPU) paid by the caller, measured at
-  // 5-50 us on a 2-vCPU VM (docs/benchmarks.md), where a timer the worker
-  // set itself costs the caller nothing.
+  // on a VM, an interrupt to another vCPU) paid by the caller, tens of
+  // microseconds on a small VM, where a timer the worker set itself costs
+  // the caller nothing.
   void wakeUnlessDue(std::chrono::milliseconds soon);
   // Called from the task: the next wait (unless woken) lasts `wait` instead
   // of the interval, once.

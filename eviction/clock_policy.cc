@@ -5,6 +5,7 @@ namespace tiercache {
 void ClockPolicy::add(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   h.meta.store(EvictionHook::kInList | (coarseNowMs() & EvictionHook::kTimeMask), std::memory_order_relaxed);
   list_.pushHead(ref);
 }
@@ -12,6 +13,7 @@ void ClockPolicy::add(uint32_t ref) {
 void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) {
+    TC_DCHECK(!(r_.hook(refs[i]).meta.load(std::memory_order_relaxed) & EvictionHook::kInList));
     r_.hook(refs[i]).meta.store(EvictionHook::kInList, std::memory_order_relaxed);
     list_.pushHead(refs[i]);
   }
@@ -85,6 +87,7 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
       list_.unlink(cur);
       list_.pushHead(cur);
     } else {
+      TC_DCHECK(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList);  // a victim is a member
       const auto verdict = visitor.visit(cur);
       if (verdict == EvictionVisitor::Verdict::kStop) break;
       if (verdict == EvictionVisitor::Verdict::kTake) {

@@ -65,8 +65,8 @@ void FrequencySketch::increment(uint64_t hash) {
 
 // The cache's layout, written out: one finalizer, one block, one doorkeeper
 // word, no per-row arrays. On the write path an increment or an estimate
-// runs once or twice per set; the generic locate() + doorOf() + seen() took
-// 190-220 instructions per call there (callgrind, docs/benchmarks.md).
+// runs once or twice per set, where the generic locate() + doorOf() +
+// seen() cost far more instructions per call (callgrind).
 void FrequencySketch::incrementBlocked(uint64_t hash) {
   std::atomic<uint64_t>& door = blockedDoorWord(hash);
   const uint64_t doorBits = blockedDoorBits(hash);

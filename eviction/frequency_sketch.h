@@ -22,9 +22,9 @@
 // doorkeeper bits in one word, so an increment or an estimate touches two
 // cache lines, not five. On the set path of W-TinyLFU (an increment and up
 // to two estimates per set) the five-line layout was most of the set's
-// cache misses (callgrind's cache simulation; docs/benchmarks.md). A
-// doorkeeper inside the block (Caffeine keeps none) was tried earlier and
-// cost 0.4 points of hit ratio at Zipf 0.9 / 1%: too few bits per key.
+// cache misses (callgrind's cache simulation). A doorkeeper inside the
+// block (Caffeine keeps none) was tried earlier and cost hit ratio on
+// Zipf at small caches: too few bits per key.
 #pragma once
 
 #include <atomic>
@@ -39,7 +39,7 @@ class FrequencySketch {
   // kBlocked: the cache's (see Layout above). kSpread: each row's counter
   // anywhere in the table and two doorkeeper words, as a textbook count-min
   // sketch; the reference simulators keep it (bench/policy_sim.cc), where
-  // the blocked layout moved the W-TinyLFU simulator by up to 0.6 points
+  // the blocked layout moved the W-TinyLFU simulator's miss ratio
   // (it counts every access in a sketch of 1 x its size).
   enum class Layout { kBlocked, kSpread };
   explicit FrequencySketch(size_t capacity, size_t sampleFactor = 10, Layout layout = Layout::kBlocked);

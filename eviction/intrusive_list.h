@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../common/dcheck.h"
 #include "eviction_policy.h"
 
 namespace tiercache {
@@ -20,6 +21,7 @@ class IntrusiveList {
   size_t size() const { return size_; }
 
   void pushHead(uint32_t ref) {
+    TC_DCHECK(ref != kNull && ref != head_);  // a member is never pushed again
     EvictionHook& h = r_.hook(ref);
     h.prev = kNull;
     h.next = head_;
@@ -30,6 +32,7 @@ class IntrusiveList {
   }
 
   void pushTail(uint32_t ref) {
+    TC_DCHECK(ref != kNull && ref != tail_);
     EvictionHook& h = r_.hook(ref);
     h.next = kNull;
     h.prev = tail_;
@@ -41,6 +44,8 @@ class IntrusiveList {
 
   void unlink(uint32_t ref) {
     EvictionHook& h = r_.hook(ref);
+    TC_DCHECK(size_ > 0);  // the count never wraps
+    TC_DCHECK(isLinked(ref, h));
     if (h.prev != kNull) r_.hook(h.prev).next = h.next; else head_ = h.next;
     if (h.next != kNull) r_.hook(h.next).prev = h.prev; else tail_ = h.prev;
     h.prev = h.next = kNull;
@@ -52,6 +57,8 @@ class IntrusiveList {
   void replace(uint32_t oldRef, uint32_t newRef) {
     EvictionHook& o = r_.hook(oldRef);
     EvictionHook& n = r_.hook(newRef);
+    TC_DCHECK(newRef != oldRef && newRef != head_ && newRef != tail_);
+    TC_DCHECK(isLinked(oldRef, o));
     n.prev = o.prev;
     n.next = o.next;
     if (o.prev != kNull) r_.hook(o.prev).next = newRef; else head_ = newRef;
@@ -74,6 +81,12 @@ class IntrusiveList {
   }
 
  private:
+  // What a member's links say of it: an end link of kNull means it is that
+  // end of this list (a ref that is in no list, or in another, fails).
+  bool isLinked(uint32_t ref, const EvictionHook& h) const {
+    return (h.prev != kNull || head_ == ref) && (h.next != kNull || tail_ == ref);
+  }
+
   const HookResolver& r_;
   uint32_t head_ = kNull;
   uint32_t tail_ = kNull;

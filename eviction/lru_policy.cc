@@ -28,6 +28,7 @@ void LruPolicy::add(uint32_t ref) {
 
 void LruPolicy::addLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   if (insertionPoint_ == 0) {
     h.meta.store(stamp(EvictionHook::kInList | EvictionHook::kHot), std::memory_order_relaxed);
     hot_.pushHead(ref);
@@ -113,11 +114,11 @@ void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
   if (!g.owns_lock()) return;
   // The ring is full. Where a background worker applies it on its looks,
   // this hit applies only the oldest kHitApply moves and queues its own
-  // behind the rest: a get pays for a few moves, not a whole ring (256 took
-  // ~25 us, the get p99.9 of the 1-thread seed with the evictor on), and
+  // behind the rest: a get pays for a few moves, not a whole ring (a whole
+  // ring was the 1-thread seed's get p99.9 with the evictor on), and
   // the worker does the rest. Without one, nobody else would soon: the hit
-  // applies all (32 at a time moved the same work from p99.9 to p99;
-  // docs/benchmarks.md). Order is kept either way: the ring is FIFO.
+  // applies all (32 at a time moved the same work from p99.9 to p99).
+  // Order is kept either way: the ring is FIFO.
   if (backgroundApplies_.load(std::memory_order_relaxed)) {
     applyPendingLocked(kHitApply);
     if (appendPending(ref)) return;
@@ -212,6 +213,7 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
     while (cur != IntrusiveList::kNull && taken < want && scanned < maxScan) {
       const uint32_t prev = list->prevOf(cur);
       ++scanned;
+      TC_DCHECK(&listOf(r_.hook(cur).meta.load(std::memory_order_relaxed)) == list);  // its meta names its list
       switch (visitor.visit(cur)) {
         case EvictionVisitor::Verdict::kTake: {
           const uint32_t idle = (coarseNowMs() - r_.hook(cur).meta.load(std::memory_order_relaxed)) &

@@ -121,6 +121,7 @@ bool S3FifoPolicy::replace(uint32_t newRef, uint32_t oldRef) {
 
 void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
   EvictionHook& h = r_.hook(ref);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   if (ghost_.take(hash)) {
     h.meta.store(EvictionHook::kInList | kMain | nowStamp(), std::memory_order_relaxed);
     main_.pushHead(ref);
@@ -177,6 +178,7 @@ size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor
     const uint32_t cur = list.tail();
     EvictionHook& h = r_.hook(cur);
     const uint32_t m = h.meta.load(std::memory_order_relaxed);
+    TC_DCHECK((m & EvictionHook::kInList) && ((m & kMain) != 0) == !fromSmall);  // its meta names its queue
     const uint32_t freq = freqOf(m);
     if (fromSmall && freq >= kMoveToMainHits) {
       // Earned a place in main, starting again from frequency 0.

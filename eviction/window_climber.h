@@ -4,8 +4,8 @@
 //
 // A fixed 1% window suits frequency-biased traffic (Zipf), but where recency
 // decides (a sliding working set, bursts of re-references) the filter turns
-// away the items that would be hit next: 77-88% misses against LRU's 40-45%
-// on such traces (docs/benchmarks.md, "An adaptive window"). The climber
+// away the items that would be hit next: about twice LRU's misses on such
+// traces (docs/benchmarks.md, "An adaptive window"). The climber
 // moves the share after each sample of requests: on in the same direction
 // while the hit ratio rises, back when it falls. After a fall of 5 points
 // or more it holds for a sample: if the hit ratio comes back, a scan or a
@@ -63,7 +63,7 @@ class WindowClimber {
     } else if (fallen_) {
       // The sample after a jump down. Back up: a scan or a burst passed,
       // the window was not to blame; the pair says nothing of it, so no
-      // move (moving on the rebound cost 0.3 points on Zipf with scans).
+      // move (moving on the rebound cost hits on Zipf with scans).
       // Still down: the workload changed (the old keys' counts should weigh
       // less), or the last move hurt that much: turn round.
       fallen_ = false;
@@ -76,8 +76,8 @@ class WindowClimber {
     } else if (hitRatio <= previous_ - kJump) {
       // A jump down: hold until the next sample says whose doing it was.
       // (Read at once as the window's, a scan turned the climber round and
-      // the rebound after it drove the window up: +1.2 points of misses on
-      // Zipf with scans, docs/benchmarks.md.)
+      // the rebound after it drove the window up: worse than the fixed
+      // window on Zipf with scans.)
       fallen_ = true;
       beforeFall_ = previous_;
     } else {

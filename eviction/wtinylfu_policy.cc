@@ -7,9 +7,9 @@ namespace tiercache {
 namespace {
 constexpr size_t kInitialSketch = 1024;
 // The sketch holds 2 x the members when made and halves after 16 x its
-// capacity accesses: 32 x the members, libCacheSim's sample. Measured on
-// Zipf 0.9 and 1.0 (docs/benchmarks.md): Caffeine's 10 x (20 x members
-// here) aged frequencies too fast and lost 0.1-0.4 points to S3-FIFO at 1%.
+// capacity accesses: 32 x the members, libCacheSim's sample. On Zipf 0.9
+// and 1.0 Caffeine's 10 x (20 x members here) aged frequencies too fast
+// and lost to S3-FIFO at 1% caches.
 constexpr size_t kSketchPerMember = 2;
 constexpr size_t kSampleFactor = 16;
 uint32_t segOf(uint32_t meta) { return (meta & WTinyLfuPolicy::kSegMask) >> WTinyLfuPolicy::kSegShift; }
@@ -96,6 +96,7 @@ bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
 
 void WTinyLfuPolicy::addLocked(uint32_t ref) {
   EvictionHook& h = r_.hook(ref);
+  TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   h.meta.store(EvictionHook::kInList | (kWindow << kSegShift) | nowStamp(), std::memory_order_relaxed);
   window_.pushHead(ref);
   // While the class fills, the window's tail overflows to probation (main
@@ -136,8 +137,8 @@ void WTinyLfuPolicy::onAccess(uint32_t ref, EvictionHook& hook) {
   if (!(m & EvictionHook::kInList)) return;
   // One sketch increment per item per pass: a hit on an item whose bit is
   // already set (hit since the eviction scan last saw it) changes nothing.
-  // Measured (Zipf 0.9 and 1.0, 1% and 10%): 0.2-0.3 points fewer misses
-  // than counting every hit, since a hot item's count no longer saturates
+  // On Zipf this misses less than counting every hit, since a hot item's
+  // count no longer saturates
   // and drowns the window's candidates; and repeated hits cost one load.
   if (m & EvictionHook::kAccessed) return;
   meta.fetch_or(EvictionHook::kAccessed, std::memory_order_relaxed);
@@ -198,6 +199,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   auto offer = [&](uint32_t ref, bool rejected) {
     ++offered;
     const uint32_t m = r_.hook(ref).meta.load(std::memory_order_relaxed);
+    TC_DCHECK(m & EvictionHook::kInList);  // a victim is a member
     const auto verdict = rejected ? visitor.visitRejected(ref) : visitor.visit(ref);
     if (verdict == EvictionVisitor::Verdict::kTake) {
       noteTaken(ref, (coarseNowMs() - m) & kTimeMask);

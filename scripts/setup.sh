@@ -11,7 +11,8 @@ packages=(
   nlohmann-json3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # clang's sanitizer runtimes
-  gnuplot-nox               # plots in docs/benchmarks.md
+  clang-format              # scripts/check-format.sh (CI), git clang-format
+  gnuplot-nox               # plots of tiercache-bench sweep
   valgrind                  # callgrind instruction counts in docs/benchmarks.md
   ccache                    # CMAKE_CXX_COMPILER_LAUNCHER=ccache (CONTRIBUTING.md)
   libevent-dev              # tiercache-server's event loop
@@ -28,8 +29,8 @@ fi
 
 # Emulated PMEM (pmem-file tiers and PMDK pools) lives on /dev/shm. Debian
 # mounts it without huge pages, so those tiers run on 4 KiB pages and miss
-# the TLB on most accesses (get p99 6.7 us instead of 1.3 us measured under
-# a hypervisor, docs/benchmarks.md). huge=within_size gives 2 MiB pages to
+# the TLB on most accesses, which costs several times the tail latency under
+# a hypervisor. huge=within_size gives 2 MiB pages to
 # files of 2 MiB and more only, so small shared-memory files are unchanged.
 # Until the next boot; the tier warns when it gets 4 KiB pages.
 shm_huge_pages() {

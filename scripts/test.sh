@@ -22,11 +22,9 @@ for i in "${!builds[@]}"; do
 done
 
 # Sanitizer builds: Debug (assert()s on) with line tables only (-g1, enough
-# for the reports' file:line); ASan at -O0, TSan at -O1. Measured on 2 cores
-# (December 4, the whole suite): with the test headers precompiled, ASan at
-# -O1 built in 315 s and tested in 104 s, at -O0 in 206 s and 139 s, so
-# -O0; TSan at -O1 (headers precompiled) built in 199 s and tested in 283 s,
-# at -O0 (not precompiled) in 194 s and 328 s.
+# for the reports' file:line); ASan at -O0, TSan at -O1: on 2 cores ASan's
+# build plus suite took less time at -O0 (its build is the larger part), and
+# TSan's at -O1 (its suite is).
 # Only the test binaries (tiercache_tests, tiercache_bench_tests) and
 # tiercache-server (its protocol tests run against
 # the sanitized server) are built there (no other tools, no micro-benchmarks), but
@@ -76,8 +74,8 @@ for b in "${builds[@]}"; do
   case "$b" in
     # Line tables only (-g1): the same code as -g (debug info never changes
     # GCC's code generation), stack traces and profiles keep file:line, and
-    # the heaviest files compile 18-27% faster (bench/cachebench.cc 21.8 ->
-    # 15.9 s). For a debugger's view of locals, configure with -g yourself.
+    # the heaviest files compile about a fifth faster. For a debugger's view
+    # of locals, configure with -g yourself.
     plain) dir="$base"; cfg=(RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"); targets="" ;;
     asan) dir="$base-asan"; cfg=(Debug -DTIERCACHE_SANITIZE=address -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" "${sanitizer_flags[@]}") ;;
     tsan)

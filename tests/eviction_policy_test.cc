@@ -111,7 +111,7 @@ void expectRingHitOrder(LruPolicy& p) {
 
 // Where a background worker applies the ring (the evictor's looks), the
 // hit that finds it full applies only the oldest 32 moves and queues its
-// own: a get pays for a few list moves, not 256 (about 25 us, which was the
+// own: a get pays for a few list moves, not 256 (a whole ring was the
 // seed's get p99.9 with the evictor on). Before, it applied the whole ring
 // and left it empty. The order stays that of the calls.
 TEST(LruPolicy, WithABackgroundWorkerAHitThatFindsTheRingFullAppliesOnlyItsOldestPart) {

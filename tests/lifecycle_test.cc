@@ -456,7 +456,7 @@ TEST(Lifecycle, ExpiredItemsAreDroppedNotDemotedNorPromoted) {
   cfg.promotion.upper_free_watermark = 0;
   // The reaper off: it pins the dead items it unlinks, and a foreground
   // eviction that meets them pinned at the cold end took live items instead
-  // (demoted them), 3-10% of runs under load (CI, December 1).
+  // (demoted them), in some runs under load.
   cfg.reaper.enabled = false;
   CallbackLog log;
   Cache cache(cfg, hooksWith(&clock, &log));

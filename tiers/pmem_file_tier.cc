@@ -101,7 +101,7 @@ PmemFileTier::PmemFileTier(std::string name, std::string directory, uint64_t siz
   base_ = static_cast<std::byte*>(p);
   // A cache reads its tier at random: on 4 KiB pages nearly every access
   // also misses the TLB, which under a hypervisor's nested paging costs
-  // microseconds at the tail (docs/benchmarks.md). tmpfs (huge=always or
+  // microseconds at the tail. tmpfs (huge=always or
   // within_size) and DAX file systems back an aligned mapping with 2 MiB
   // pages. The fallocate above chose tmpfs's page size already; the advice
   // lets khugepaged collapse a huge=advise mount's pages later. One read

@@ -1,5 +1,5 @@
 // tiercache-bench: run a workload on a cache built from a JSON config and
-// print a cachebench-style report (see bench/cli.h, docs/benchmarks.md).
+// print a cachebench-style report (see bench/cli.h, docs/bench.md).
 #include <unistd.h>
 
 #include <iostream>

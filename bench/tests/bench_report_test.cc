@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "allocator/cache.h"
 #include "allocator/cache_stats.h"
 #include "bench/runner.h"
@@ -184,6 +186,49 @@ TEST(ReportCountersTest, RealRunListsEveryCounterThatMoved) {
       EXPECT_EQ(listed(line, m.name), t.*m.tier != 0) << t.name << " " << m.name << " in\n" << report;
     }
   }
+}
+
+// The bench's own counters come from one list (TIERCACHE_BENCH_OP_COUNTERS):
+// each row is summed across threads, in the JSON under "workload_counters"
+// with its value, and in the text block by its name when it is not zero.
+TEST(ReportWorkloadCountersTest, EveryRowIsSummedAndReportedByName) {
+  const auto& table = opCounterTable();
+  ASSERT_EQ(table.size(), kOpCounterCount);
+  OpCounts a, b;
+  uint64_t i = 0;
+  for (const OpCounterDesc& d : table) {
+    ++i;
+    a.*d.field = 1000 * i + 1;
+    b.*d.field = 7 * i;
+    EXPECT_NE(std::string(d.help), "") << d.name;
+  }
+  OpCounts sum = a;
+  sum += b;
+  WorkloadResult r;
+  r.ops = sum;
+  const std::string text = section(formatReport(WorkloadConfig{}, r), "== Workload counters ==");
+  ASSERT_NE(text, "");
+  const nlohmann::json j = nlohmann::json::parse(reportJson(WorkloadConfig{}, r, nullptr));
+  ASSERT_TRUE(j.contains("workload_counters")) << j.dump(2);
+  EXPECT_EQ(j["workload_counters"].size(), kOpCounterCount);
+  size_t last = 0;
+  for (const OpCounterDesc& d : table) {
+    const uint64_t want = a.*d.field + b.*d.field;
+    EXPECT_EQ(sum.*d.field, want) << d.name << " is not summed by OpCounts::operator+=";
+    EXPECT_EQ(j["workload_counters"][d.name], want) << d.name;
+    const std::string e = std::string(d.name) + ": " + withCommas(want);
+    const size_t at = findEntry(text, d.name, last);
+    ASSERT_NE(at, std::string::npos) << d.name << " missing or out of table order in\n" << text;
+    EXPECT_EQ(text.compare(at, e.size(), e), 0) << "missing \"" << e << "\" in\n" << text;
+    last = at;
+  }
+  // Zero rows are left out of the text, kept in the JSON.
+  WorkloadResult quiet;
+  quiet.ops.gets = 5;
+  const std::string q = section(formatReport(WorkloadConfig{}, quiet), "== Workload counters ==");
+  EXPECT_TRUE(listed(q, "gets")) << q;
+  EXPECT_FALSE(listed(q, "sets")) << q;
+  EXPECT_EQ(nlohmann::json::parse(reportJson(WorkloadConfig{}, quiet, nullptr))["workload_counters"]["sets"], 0);
 }
 
 }  // namespace
