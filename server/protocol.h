@@ -37,6 +37,15 @@ inline constexpr size_t kMaxKeyLength = 250;  // memcached's KEY_MAX_LENGTH
 // A request line longer than this (without its newline) is refused and the
 // connection closed, as memcached closes on a line it cannot hold.
 inline constexpr size_t kMaxLineLength = 64 * 1024;
+// A retrieval line (get/gets/gat/gats) may list keys up to this length:
+// memcached takes key lists of any length (its tests send 187 KB), and this
+// bound keeps the line buffer of one connection bounded all the same.
+inline constexpr size_t kMaxGetLineLength = 2 * 1024 * 1024;
+// The bound for a line that starts with `start` (its first bytes, as many
+// as have arrived).
+inline size_t maxLineLength(std::string_view start) {
+  return start.starts_with("get") || start.starts_with("gat") ? kMaxGetLineLength : kMaxLineLength;
+}
 
 enum class Command : uint8_t {
   kGet, kGets, kGat, kGats,

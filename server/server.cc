@@ -336,8 +336,11 @@ bool Worker::processOne(Connection* c) {
   }
   size_t eolLen = 0;
   evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eolLen, EVBUFFER_EOL_LF);
+  char start[3] = {};
+  evbuffer_copyout(in, start, sizeof(start));
+  const size_t maxLine = maxLineLength(std::string_view(start, std::min(avail, sizeof(start))));
   if (eol.pos < 0) {
-    if (avail > kMaxLineLength) {
+    if (avail > maxLine) {
       counters.add(counters.protocol_errors);
       c->add("CLIENT_ERROR line too long\r\n");
       closeAfterWrite(c);
@@ -345,7 +348,7 @@ bool Worker::processOne(Connection* c) {
     return false;
   }
   const size_t lineLen = static_cast<size_t>(eol.pos);
-  if (lineLen > kMaxLineLength) {
+  if (lineLen > maxLine) {
     counters.add(counters.protocol_errors);
     c->add("CLIENT_ERROR line too long\r\n");
     closeAfterWrite(c);

@@ -107,7 +107,7 @@ TEST(ServerProtocol, NoreplySilencesErrorsOnceTheTokenCountIsRight) {
   ParseResult p = parse("set k 0 0 1 2 noreply", r);
   EXPECT_EQ(p.error, "ERROR");
   EXPECT_FALSE(p.silent);
-  EXPECT_EQ(p.swallow, 3u) << "its value follows all the same";
+  EXPECT_EQ(p.swallow, 0u) << "memcached reads its value as the next command";
   EXPECT_EQ(parse("incr k 1 2 noreply", r).error, "ERROR");
   EXPECT_EQ(parse("verbosity", r).error, "ERROR");
   EXPECT_EQ(parse("touch k", r).error, "ERROR");
