@@ -56,6 +56,9 @@ struct InsertCondition {
   uint64_t token = 0;   // kIfToken: the live item's seq must equal it
   LiveCheck live;
   bool pinOld = false;  // pin the unlinked item (its remove callback reads it)
+  // Nonzero: the published item keeps this sequence number instead of
+  // taking a new one (a touch keeps the item's CAS token).
+  uint64_t keepSeq = 0;
 };
 
 struct InsertOutcome {

@@ -180,11 +180,22 @@ class Cache final : private ItemFate {
   CasResult compareAndSwap(std::string_view key, uint64_t casToken, std::string_view value, Ttl ttl = Ttl::zero(),
                            uint32_t flags = 0);
   // Gives the key's live item a new TTL (0s = never); false if absent. The
-  // item is rewritten (same value and flags), so its CAS token changes; no
-  // remove callback fires for the old copy.
+  // item is rewritten (same value and flags) but keeps its CAS token, as
+  // memcached's touch does (so ChainedItems' children, bound to the
+  // parent's token, stay whole); no remove callback fires for the old copy.
   bool touch(std::string_view key, Ttl ttl);
+  // Replaces the value of the key's live item if its CAS token is still
+  // `casToken`, keeping its flags and its deadline to the second (memcached's
+  // incr/decr and append/prepend leave the TTL alone; a TTL re-derived from
+  // the time left would drift by a rounding each time). The new copy gets a
+  // new token. kExists: the key holds another item; kNotStored: no room.
+  CasResult updateValue(std::string_view key, uint64_t casToken, std::string_view value);
   // memcached flush_all: after `delay`, every item stored before that moment
-  // reads as absent (and is reclaimed lazily, or by the reaper).
+  // reads as absent (and is reclaimed lazily, or by the reaper). A later
+  // flush replaces a pending delayed one (an immediate flush cancels it).
+  // With a persistent tier an immediate flush also invalidates the flushed
+  // items' commits before it returns, so that a restart cannot recover them
+  // (the flush mark itself lives in DRAM).
   void flush(Ttl delay = Ttl::zero());
   // Weakly consistent walk over the live items of every tier: an item that
   // stays in the cache for the whole walk is visited once; items added,
@@ -240,6 +251,12 @@ class Cache final : private ItemFate {
   // Fires the remove callback (if any) for an item the caller unlinked and
   // still pins or owns.
   void notifyRemoved(const Item& item, RemoveCause cause);
+  // A copy of the key's live item over that very item (touch, updateValue):
+  // `value` null keeps the value, `deadline` null keeps the deadline;
+  // keepSeq keeps the CAS token. `token` 0: whichever item is live (a
+  // racing writer makes it read again), else only over that token.
+  CasResult rewriteLive(std::string_view key, uint64_t token, const std::string_view* value,
+                        std::optional<uint32_t> deadline, bool keepSeq);
   // Publishes under a condition; the common path of insert*, CAS and touch.
   InsertOutcome publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced);
   // The same for a non-empty handle whose key's index hash is known (set and

@@ -102,7 +102,7 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
   // With a remove callback the replaced item is pinned so that the callback
   // can read it, and so that whoever unlinks an item is the one who reports it.
   cond.pinOld = static_cast<bool>(hooks_.onRemove);
-  item->setSeq(nextSeq_.fetch_add(1, std::memory_order_relaxed));
+  item->setSeq(cond.keepSeq != 0 ? cond.keepSeq : nextSeq_.fetch_add(1, std::memory_order_relaxed));
   if (table_->persistent(ref)) persistence_->persistPayload(item, ref);
   const InsertOutcome out = index_->insertIf(ref, item, hash, cond);
   if (!out.stored) {
@@ -199,39 +199,59 @@ CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::st
 }
 
 bool Cache::touch(std::string_view key, Ttl ttl) {
-  // Rewrites the item (items are immutable while readable; a persistent
-  // tier's checksum covers the deadline): same value and flags, new
-  // deadline, published only over the very item that was read. A racing
-  // writer wins, and the loop reads again.
-  const uint32_t deadline = deadlineAfter(ttl);
+  return rewriteLive(key, 0, nullptr, deadlineAfter(ttl), true) == CasResult::kStored;
+}
+
+CasResult Cache::updateValue(std::string_view key, uint64_t casToken, std::string_view value) {
+  return rewriteLive(key, casToken, &value, std::nullopt, false);
+}
+
+CasResult Cache::rewriteLive(std::string_view key, uint64_t token, const std::string_view* value,
+                             std::optional<uint32_t> deadline, bool keepSeq) {
+  // Items are immutable while readable (a persistent tier's checksum covers
+  // the deadline), so a new copy is published only over the very item that
+  // was read. Without a token a racing writer wins and the loop reads again.
   for (int attempt = 0; attempt < 8; ++attempt) {
     ReadHandle cur = peek(key);
-    if (!cur) return false;
+    if (!cur) return CasResult::kNotFound;
+    if (token != 0 && cur.casToken() != token) return CasResult::kExists;
+    const std::string_view v = value ? *value : cur.value();
     const auto pool = static_cast<PoolId>(table_->owner(cur.ref())->pool());
-    WriteHandle w = config_.persistence.durable_sets ? allocateDurable(key, cur.value().size(), hashKey(key))
-                                                     : allocate(pool, key, cur.value().size());
-    if (!w) return false;
-    std::memcpy(w.data(), cur.value().data(), cur.value().size());
+    WriteHandle w =
+        config_.persistence.durable_sets ? allocateDurable(key, v.size(), hashKey(key)) : allocate(pool, key, v.size());
+    if (!w) return CasResult::kNotStored;
+    std::memcpy(w.data(), v.data(), v.size());
     w.item()->flags = cur.item()->flags;
-    w.item()->expiry = deadline;
+    w.item()->expiry = deadline ? *deadline : cur.item()->expiry;
     InsertCondition c;
     c.kind = InsertCondition::Kind::kIfToken;
     c.token = cur.casToken();
+    if (keepSeq) c.keepSeq = c.token;
     cur.reset();
     const InsertOutcome out = publish(std::move(w), c, false);
-    if (out.stored) return true;
-    if (!out.existed) return false;
+    if (out.stored) return CasResult::kStored;
+    if (!out.existed) return CasResult::kNotFound;
+    if (token != 0) return CasResult::kExists;
   }
-  return false;
+  return CasResult::kExists;
 }
 
 void Cache::flush(Ttl delay) {
   counters_->flushes.add();
   deadlinesSeen_.store(true, std::memory_order_relaxed);
   if (delay <= Ttl::zero()) {
+    // memcached: a flush replaces the one pending, so a delayed flush given
+    // earlier cannot fire after this one.
+    pendingFlushAt_.store(0, std::memory_order_release);
     const uint64_t next = nextSeq_.load(std::memory_order_relaxed);
     uint64_t cur = flushSeq_.load(std::memory_order_relaxed);
     while (cur < next && !flushSeq_.compare_exchange_weak(cur, next, std::memory_order_acq_rel)) {
+    }
+    // The flush mark is not durable: unlink (and so invalidate) every
+    // flushed item of a persistent tier now, or a restart would bring it back.
+    if (persistence_->firstPersistentTier() >= 0) {
+      size_t reaped = 0;
+      reapSome(0, index_->bucketCount(), reaped);
     }
     return;
   }

@@ -32,8 +32,13 @@ inline uint32_t expirySeconds(std::chrono::system_clock::time_point t) {
 // the clock's range; at least 1 (a negative TTL gives a past deadline).
 inline uint32_t expiryDeadline(std::chrono::system_clock::time_point now, std::chrono::seconds ttl) {
   if (ttl == std::chrono::seconds::zero()) return 0;
-  const auto d = std::chrono::ceil<std::chrono::seconds>(now - kExpiryEpoch + ttl).count();
-  if (d >= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) return 0;
+  // In whole seconds: adding a TTL of centuries to the clock's nanoseconds
+  // would overflow into the past and store the item already expired.
+  constexpr int64_t kRange = std::numeric_limits<uint32_t>::max();
+  if (ttl.count() >= kRange) return 0;
+  if (ttl.count() <= -kRange) return 1;
+  const int64_t d = std::chrono::ceil<std::chrono::seconds>(now - kExpiryEpoch).count() + ttl.count();
+  if (d >= kRange) return 0;
   return d < 1 ? 1 : static_cast<uint32_t>(d);
 }
 

@@ -24,13 +24,15 @@ void check(bool ok) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
+  // Both key rules: the first byte's low bit picks server.strict_keys.
+  const ParseOptions options{.strictKeys = size > 0 && (data[0] & 1) != 0};
   Request r;
   while (!in.empty()) {
     size_t nl = in.find('\n');
     std::string_view line = in.substr(0, nl);
     in = nl == std::string_view::npos ? std::string_view() : in.substr(nl + 1);
-    if (line.size() > kMaxLineLength) continue;  // the connection refuses such lines before parsing
-    ParseResult p = parseLine(line, r);
+    if (line.size() > maxLineLength(line)) continue;  // the connection refuses such lines before parsing
+    ParseResult p = parseLine(line, r, options);
     if (p.status == ParseResult::kError) {
       check(!p.error.empty());
       check(p.swallow <= uint64_t{INT32_MAX});
@@ -39,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (std::string_view k : r.keys) {
       check(!k.empty() && k.size() <= kMaxKeyLength);
       check(k.data() >= line.data() && k.data() + k.size() <= line.data() + line.size());
-      for (unsigned char c : k) check(c > 0x20 && c != 0x7f);
+      for (unsigned char c : k) check(options.strictKeys ? c > 0x20 && c != 0x7f : c != ' ' && c != 0);
     }
     if (isStorage(r.command)) check(r.keys.size() == 1 && r.valueBytes <= uint64_t{INT32_MAX});
     check(r.meta.orderCount <= sizeof(r.meta.order));

@@ -42,19 +42,24 @@ Stored compareAndSwap(Cache& c, std::string_view key, uint64_t token, std::strin
 bool touchKey(Cache& c, std::string_view key, seconds ttl) { return c.touch(key, ttl); }
 ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
 
-// Seconds left before h expires; -1 = never (memcached's "t" and ttl reply).
+// Whole seconds left before h expires; -1 = never (memcached's "t" and ttl
+// reply). Rounded down: a deadline is rounded up when stored, so rounding
+// up again would report `gat 1000` as 1001 seconds.
 int64_t ttlLeft(const ReadHandle& h) {
   auto at = h.expiresAt();
   if (!at) return -1;
-  auto left = std::chrono::ceil<seconds>(*at - system_clock::now()).count();
+  auto left = std::chrono::floor<seconds>(*at - system_clock::now()).count();
   return left < 0 ? 0 : left;
 }
 
-// The TTL that keeps h's current deadline when its value is rewritten.
-seconds keepTtl(const ReadHandle& h) {
-  int64_t left = ttlLeft(h);
-  if (left < 0) return seconds(0);
-  return seconds(left < 1 ? 1 : left);
+// A classic command's error line: memcached sends none for noreply.
+void replyError(ReplySink& out, const Request& r, std::string_view line) {
+  if (r.command == Command::kMetaSet || r.command == Command::kMetaArithmetic) {
+    out.add(line);
+    out.add("\r\n");
+    return;
+  }
+  reply(out, r, line);
 }
 
 }  // namespace
@@ -189,11 +194,23 @@ void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
   out.add("END\r\n");
 }
 
+namespace {
+// A set (or ms in set mode) that cannot store removes the key's old value,
+// as memcached does: a reader must not keep getting what the client meant
+// to overwrite.
+bool replacesOnFailure(const Request& r) {
+  if (r.command == Command::kSet) return true;
+  if (r.command != Command::kMetaSet) return false;
+  const char m = r.meta.mode;
+  return m == 0 || m == 'S' || m == 's';
+}
+}  // namespace
+
 bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {
   if (r.valueBytes > config_.max_item_size) {
     c.add(c.store_too_large);
-    // memcached answers this even with noreply, so that the client learns why.
-    out.add("SERVER_ERROR object too large for cache\r\n");
+    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    replyError(out, r, "SERVER_ERROR object too large for cache");
     return false;
   }
   const bool meta = r.command == Command::kMetaSet;
@@ -209,7 +226,8 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
                                meta ? r.meta.clientFlags : r.clientFlags);
   if (!value.item) {
     c.add(c.store_no_memory);
-    out.add("SERVER_ERROR out of memory storing object\r\n");
+    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    replyError(out, r, "SERVER_ERROR out of memory storing object");
     return false;
   }
   return true;
@@ -260,7 +278,8 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
         result = cache_.set(key, data, *ttl, flags) ? Stored::kStored : Stored::kNotStored;
         if (result != Stored::kStored) {
           c.add(c.store_no_memory);
-          out.add("SERVER_ERROR out of memory storing object\r\n");
+          cache_.remove(key);
+          replyError(out, r, "SERVER_ERROR out of memory storing object");
           return;
         }
         break;
@@ -313,15 +332,17 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
         if (!old) break;
         if (meta && m.has('C') && casOf(old) != m.compareCas) { result = Stored::kExists; break; }
         if (old.value().size() + data.size() > config_.max_item_size) {
-          out.add("SERVER_ERROR out of memory storing object\r\n");
+          replyError(out, r, "SERVER_ERROR out of memory storing object");
           return;
         }
         std::string joined;
         joined.reserve(old.value().size() + data.size());
         if (mode == Mode::kAppend) joined.append(old.value()).append(data);
         else joined.append(data).append(old.value());
+        const uint64_t token = casOf(old);
+        old.reset();
         // append/prepend keep the item's flags and deadline, as memcached does.
-        result = compareAndSwap(cache_, key, casOf(old), joined, keepTtl(old), flagsOf(old));
+        result = fromCas(cache_.updateValue(key, token, joined));
         if (result != Stored::kExists) break;
       }
       if (result == Stored::kNotFound) result = Stored::kNotStored;
@@ -394,12 +415,11 @@ Delta applyDelta(Cache& cache, std::string_view key, bool incr, uint64_t delta, 
     v = incr ? v + delta : (delta > v ? 0 : v - delta);
     char buf[24];
     auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-    const seconds ttl = keepTtl(h);
-    const uint32_t flags = flagsOf(h);
     const uint64_t token = casOf(h);
     ttlOut = ttlLeft(h);
     h.reset();
-    Stored r = compareAndSwap(cache, key, token, std::string_view(buf, p - buf), ttl, flags);
+    // The item's flags and deadline stay as they are (memcached's incr).
+    Stored r = fromCas(cache.updateValue(key, token, std::string_view(buf, p - buf)));
     if (r == Stored::kStored) {
       result = v;
       ReadHandle now = peekKey(cache, key);
@@ -432,11 +452,11 @@ void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters
       reply(out, r, "NOT_FOUND");
       return;
     case Delta::kNonNumeric:
-      out.add("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      replyError(out, r, "CLIENT_ERROR cannot increment or decrement non-numeric value");
       return;
     case Delta::kExists:
     case Delta::kFailed:
-      out.add("SERVER_ERROR out of memory\r\n");
+      replyError(out, r, "SERVER_ERROR out of memory");
       return;
   }
 }

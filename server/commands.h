@@ -111,6 +111,8 @@ class CommandHandler {
   void get(const Request& r, ReplySink& out, WorkerCounters& c);
   void arithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
   void stats(const Request& r, ReplySink& out, WorkerCounters& c);
+  // "stats cachedump <class> <limit>" into s; false for bad arguments.
+  bool cachedump(std::string_view args, const CacheStats& cs, std::string& s);
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);

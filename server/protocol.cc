@@ -26,10 +26,11 @@ bool tokenize(std::string_view line, std::vector<std::string_view>& out, size_t 
   return true;
 }
 
-bool validKey(std::string_view k) {
+bool validKey(const ParseOptions& o, std::string_view k) {
   if (k.empty() || k.size() > kMaxKeyLength) return false;
   for (unsigned char c : k) {
-    if (c < 0x21 || c == 0x7f) return false;  // control characters cannot be sent in a text key
+    // memcached ends the line at a NUL; strict mode refuses every control byte.
+    if (c == 0 || (o.strictKeys && (c < 0x21 || c == 0x7f))) return false;
   }
   return true;
 }
@@ -38,28 +39,51 @@ ParseResult error(std::string_view line, uint64_t swallow = 0) {
   return ParseResult{ParseResult::kError, line, swallow};
 }
 
+// A command's name and the token counts memcached accepts for it (the
+// command included); outside them the reply is "ERROR". `noreply`: the
+// command takes a trailing noreply that silences its errors too.
 struct CommandName {
   std::string_view name;
   Command command;
+  uint8_t minTokens;
+  uint8_t maxTokens;  // kAny: no limit
+  bool noreply;
 };
+constexpr uint8_t kAny = 0;
 
 constexpr std::array<CommandName, 24> kCommands = {{
-    {"get", Command::kGet},           {"gets", Command::kGets},
-    {"gat", Command::kGat},           {"gats", Command::kGats},
-    {"set", Command::kSet},           {"add", Command::kAdd},
-    {"replace", Command::kReplace},   {"append", Command::kAppend},
-    {"prepend", Command::kPrepend},   {"cas", Command::kCas},
-    {"delete", Command::kDelete},     {"incr", Command::kIncr},
-    {"decr", Command::kDecr},         {"touch", Command::kTouch},
-    {"flush_all", Command::kFlushAll}, {"version", Command::kVersion},
-    {"verbosity", Command::kVerbosity}, {"quit", Command::kQuit},
-    {"stats", Command::kStats},       {"mg", Command::kMetaGet},
-    {"ms", Command::kMetaSet},        {"md", Command::kMetaDelete},
-    {"ma", Command::kMetaArithmetic}, {"mn", Command::kMetaNoop},
+    {"get", Command::kGet, 2, kAny, false},
+    {"gets", Command::kGets, 2, kAny, false},
+    {"gat", Command::kGat, 2, kAny, false},
+    {"gats", Command::kGats, 2, kAny, false},
+    {"set", Command::kSet, 5, 6, true},
+    {"add", Command::kAdd, 5, 6, true},
+    {"replace", Command::kReplace, 5, 6, true},
+    {"append", Command::kAppend, 5, 6, true},
+    {"prepend", Command::kPrepend, 5, 6, true},
+    {"cas", Command::kCas, 6, 7, true},
+    {"delete", Command::kDelete, 2, 4, true},
+    {"incr", Command::kIncr, 3, 4, true},
+    {"decr", Command::kDecr, 3, 4, true},
+    {"touch", Command::kTouch, 3, 4, true},
+    {"flush_all", Command::kFlushAll, 1, 3, true},
+    {"version", Command::kVersion, 1, kAny, false},
+    {"verbosity", Command::kVerbosity, 2, 3, true},
+    {"quit", Command::kQuit, 1, kAny, false},
+    {"stats", Command::kStats, 1, kAny, false},
+    {"mg", Command::kMetaGet, 2, kAny, false},
+    {"ms", Command::kMetaSet, 2, kAny, false},
+    {"md", Command::kMetaDelete, 2, kAny, false},
+    {"ma", Command::kMetaArithmetic, 2, kAny, false},
+    {"mn", Command::kMetaNoop, 1, kAny, false},
 }};
 
+// memcached's exptime: any whole number (it is compared, never added to a
+// clock here: commands.cc turns it into a TTL without overflow).
+bool parseExptime(std::string_view s, int64_t& out) { return parseI64(s, out); }
+
 // "<cmd> <key> <flags> <exptime> <bytes> [cas] [noreply]"
-ParseResult parseStorage(const std::vector<std::string_view>& t, Request& r) {
+ParseResult parseStorage(const ParseOptions& o, const std::vector<std::string_view>& t, Request& r) {
   const bool isCas = r.command == Command::kCas;
   const size_t fixed = isCas ? 6 : 5;
   // The value length is what tells us how much to discard if the rest is
@@ -71,11 +95,9 @@ ParseResult parseStorage(const std::vector<std::string_view>& t, Request& r) {
   }
   const uint64_t swallow = vlen >= 0 ? static_cast<uint64_t>(vlen) + 2 : 0;
   if (t.size() < fixed || t.size() > fixed + 1) return error(kBadFormat, swallow);
-  if (!validKey(t[1])) return error(kBadFormat, swallow);
+  if (!validKey(o, t[1])) return error(kBadFormat, swallow);
   int64_t exptime;
-  if (!parseU32(t[2], r.clientFlags) || !parseI64(t[3], exptime) || vlen < 0) return error(kBadFormat, swallow);
-  if (exptime < std::numeric_limits<int32_t>::min() || exptime > std::numeric_limits<int32_t>::max())
-    return error(kBadFormat, swallow);
+  if (!parseU32(t[2], r.clientFlags) || !parseExptime(t[3], exptime) || vlen < 0) return error(kBadFormat, swallow);
   if (isCas && !parseU64(t[5], r.cas)) return error(kBadFormat, swallow);
   r.keys.push_back(t[1]);
   r.exptime = exptime;
@@ -107,8 +129,7 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
       case 'T':
       case 'N': {
         int64_t s;
-        if (!parseI64(v, s) || s < std::numeric_limits<int32_t>::min() || s > std::numeric_limits<int32_t>::max())
-          return error("CLIENT_ERROR bad token in command line format", swallow);
+        if (!parseExptime(v, s)) return error("CLIENT_ERROR bad token in command line format", swallow);
         (f == 'T' ? m.ttl : m.vivifyTtl) = s;
         break;
       }
@@ -180,33 +201,56 @@ bool parseU32(std::string_view s, uint32_t& out) {
   return true;
 }
 
-ParseResult parseLine(std::string_view line, Request& r) {
+namespace {
+ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std::vector<std::string_view>& t,
+                         Request& r);
+}  // namespace
+
+ParseResult parseLine(std::string_view line, Request& r, ParseOptions options) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   r = Request{};
   std::vector<std::string_view> t;
   t.reserve(8);
   // get/gets/gat/gats take any number of keys; everything else is short.
   const bool multiKey = line.starts_with("get") || line.starts_with("gat");
-  if (!tokenize(line, t, multiKey ? kMaxLineLength : kMaxTokens)) {
+  if (!tokenize(line, t, multiKey ? kMaxGetLineLength : kMaxTokens)) {
     return error(line.starts_with("m") ? "CLIENT_ERROR options flags are too long" : "ERROR");
   }
   if (t.empty()) return error("ERROR");
-  bool known = false;
+  const CommandName* known = nullptr;
   for (const CommandName& c : kCommands) {
     if (t[0] == c.name) {
-      r.command = c.command;
-      known = true;
+      known = &c;
       break;
     }
   }
-  if (!known) return error("ERROR");
+  if (known == nullptr) return error("ERROR");
+  r.command = known->command;
+  if (t.size() < known->minTokens || (known->maxTokens != kAny && t.size() > known->maxTokens)) {
+    // As memcached: nothing of the line is trusted, not even a value length,
+    // so a storage line's value is read as the next command (memcached's
+    // t/cas.t expects its "ERROR").
+    return error("ERROR");
+  }
+  ParseResult p = parseCommand(options, line, t, r);
+  if (p.status == ParseResult::kError && known->noreply && t.back() == "noreply") {
+    // memcached: noreply silences everything the command would answer.
+    p.silent = true;
+    r.noreply = true;
+  }
+  return p;
+}
 
+namespace {
+
+ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std::vector<std::string_view>& t,
+                         Request& r) {
   switch (r.command) {
     case Command::kGet:
     case Command::kGets: {
       if (t.size() < 2) return error("ERROR");
       for (size_t i = 1; i < t.size(); ++i) {
-        if (!validKey(t[i])) return error(kBadFormat);
+        if (!validKey(o, t[i])) return error(kBadFormat);
         r.keys.push_back(t[i]);
       }
       return {};
@@ -215,11 +259,10 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kGats: {
       if (t.size() < 3) return error("ERROR");
       int64_t e;
-      if (!parseI64(t[1], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
-        return error("CLIENT_ERROR invalid exptime argument");
+      if (!parseExptime(t[1], e)) return error("CLIENT_ERROR invalid exptime argument");
       r.exptime = e;
       for (size_t i = 2; i < t.size(); ++i) {
-        if (!validKey(t[i])) return error(kBadFormat);
+        if (!validKey(o, t[i])) return error(kBadFormat);
         r.keys.push_back(t[i]);
       }
       return {};
@@ -230,11 +273,11 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kAppend:
     case Command::kPrepend:
     case Command::kCas:
-      return parseStorage(t, r);
+      return parseStorage(o, t, r);
     case Command::kDelete: {
       // "delete <key> [0] [noreply]": the old time argument is accepted only as 0.
       if (t.size() < 2 || t.size() > 4) return error("ERROR");
-      if (!validKey(t[1])) return error(kBadFormat);
+      if (!validKey(o, t[1])) return error(kBadFormat);
       r.keys.push_back(t[1]);
       size_t i = 2;
       if (i < t.size() && t[i] == "0") ++i;
@@ -245,7 +288,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kIncr:
     case Command::kDecr: {
       if (t.size() < 3 || t.size() > 4) return error("ERROR");
-      if (!validKey(t[1])) return error(kBadFormat);
+      if (!validKey(o, t[1])) return error(kBadFormat);
       r.keys.push_back(t[1]);
       if (!parseU64(t[2], r.delta)) return error("CLIENT_ERROR invalid numeric delta argument");
       r.noreply = t.size() == 4 && t[3] == "noreply";
@@ -253,11 +296,10 @@ ParseResult parseLine(std::string_view line, Request& r) {
     }
     case Command::kTouch: {
       if (t.size() < 3 || t.size() > 4) return error("ERROR");
-      if (!validKey(t[1])) return error(kBadFormat);
+      if (!validKey(o, t[1])) return error(kBadFormat);
       r.keys.push_back(t[1]);
       int64_t e;
-      if (!parseI64(t[2], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
-        return error("CLIENT_ERROR invalid exptime argument");
+      if (!parseExptime(t[2], e)) return error("CLIENT_ERROR invalid exptime argument");
       r.exptime = e;
       r.noreply = t.size() == 4 && t[3] == "noreply";
       return {};
@@ -267,8 +309,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
       size_t i = 1;
       if (i < t.size() && t[i] != "noreply") {
         int64_t e;
-        if (!parseI64(t[i], e) || e < std::numeric_limits<int32_t>::min() || e > std::numeric_limits<int32_t>::max())
-          return error("CLIENT_ERROR invalid exptime argument");
+        if (!parseExptime(t[i], e)) return error("CLIENT_ERROR invalid exptime argument");
         r.exptime = e;
         ++i;
       }
@@ -283,8 +324,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kVersion:
     case Command::kQuit:
     case Command::kMetaNoop:
-      if (t.size() != 1) return error("ERROR");
-      return {};
+      return {};  // memcached ignores what follows
     case Command::kVerbosity: {
       if (t.size() < 2 || t.size() > 3) return error("ERROR");
       if (!parseU32(t[1], r.verbosity)) return error(kBadFormat);
@@ -303,7 +343,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kMetaGet:
     case Command::kMetaDelete:
     case Command::kMetaArithmetic: {
-      if (t.size() < 2 || !validKey(t[1])) return error(kBadFormat);
+      if (t.size() < 2 || !validKey(o, t[1])) return error(kBadFormat);
       r.keys.push_back(t[1]);
       ParseResult p = parseMetaFlags(t, 2, r, 0);
       if (p.status != ParseResult::kOk) return p;
@@ -321,7 +361,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
         if (parseI64(t[2], n) && n >= 0 && n <= std::numeric_limits<int32_t>::max() - 2) vlen = n;
       }
       const uint64_t swallow = vlen >= 0 ? static_cast<uint64_t>(vlen) + 2 : 0;
-      if (t.size() < 3 || !validKey(t[1]) || vlen < 0) return error(kBadFormat, swallow);
+      if (t.size() < 3 || !validKey(o, t[1]) || vlen < 0) return error(kBadFormat, swallow);
       r.keys.push_back(t[1]);
       r.valueBytes = static_cast<uint64_t>(vlen);
       ParseResult p = parseMetaFlags(t, 3, r, swallow);
@@ -335,5 +375,7 @@ ParseResult parseLine(std::string_view line, Request& r) {
   }
   return error("ERROR");
 }
+
+}  // namespace
 
 }  // namespace tiercache::server

@@ -15,7 +15,15 @@
 //    says how many bytes after the line belong to the failed request (the
 //    value of a storage command whose line was bad but whose length was
 //    readable, plus its "\r\n"); the connection discards them unread.
-//  - Keys are 1..kMaxKeyLength bytes without control characters.
+//  - Keys are 1..kMaxKeyLength bytes. As memcached: any byte but space
+//    (the separator) and NUL (memcached's line ends there), so a key may
+//    hold other control bytes; ParseOptions::strictKeys also refuses
+//    control bytes (0x00-0x20, 0x7f).
+//  - Token counts as memcached checks them: a command with the wrong number
+//    of tokens is "ERROR"; version, quit and mn ignore extra tokens.
+//  - noreply as memcached: a classic command whose last token is "noreply"
+//    gets no reply at all, errors included (ParseResult::silent), once its
+//    token count was right; meta commands always report errors.
 //  - Bounded work: linear in the line's length.
 #pragma once
 
@@ -29,6 +37,15 @@ inline constexpr size_t kMaxKeyLength = 250;  // memcached's KEY_MAX_LENGTH
 // A request line longer than this (without its newline) is refused and the
 // connection closed, as memcached closes on a line it cannot hold.
 inline constexpr size_t kMaxLineLength = 64 * 1024;
+// A retrieval line (get/gets/gat/gats) may list keys up to this length:
+// memcached takes key lists of any length (its tests send 187 KB), and this
+// bound keeps the line buffer of one connection bounded all the same.
+inline constexpr size_t kMaxGetLineLength = 2 * 1024 * 1024;
+// The bound for a line that starts with `start` (its first bytes, as many
+// as have arrived).
+inline size_t maxLineLength(std::string_view start) {
+  return start.starts_with("get") || start.starts_with("gat") ? kMaxGetLineLength : kMaxLineLength;
+}
 
 enum class Command : uint8_t {
   kGet, kGets, kGat, kGats,
@@ -82,9 +99,14 @@ struct ParseResult {
   enum Status : uint8_t { kOk, kError } status = kOk;
   std::string_view error;  // kError: the reply line
   uint64_t swallow = 0;    // kError: bytes after the line to discard
+  bool silent = false;     // kError: a noreply request; the error is not sent
 };
 
-ParseResult parseLine(std::string_view line, Request& out);
+struct ParseOptions {
+  bool strictKeys = false;  // refuse control bytes in keys (server.strict_keys)
+};
+
+ParseResult parseLine(std::string_view line, Request& out, ParseOptions options = {});
 
 // Number parsing as memcached does it (decimal, whole token, in range).
 bool parseU64(std::string_view s, uint64_t& out);

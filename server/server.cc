@@ -318,7 +318,7 @@ bool Worker::processOne(Connection* c) {
       if (c->trailer[0] != '\r' || c->trailer[1] != '\n') {
         c->value = PendingValue();
         counters.add(counters.protocol_errors);
-        c->add("CLIENT_ERROR bad data chunk\r\n");
+        if (!c->req.noreply) c->add("CLIENT_ERROR bad data chunk\r\n");  // memcached: noreply hides errors too
         return true;
       }
       handler_.finishStore(c->req, std::move(c->value), *c, counters);
@@ -336,8 +336,11 @@ bool Worker::processOne(Connection* c) {
   }
   size_t eolLen = 0;
   evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eolLen, EVBUFFER_EOL_LF);
+  char start[3] = {};
+  evbuffer_copyout(in, start, sizeof(start));
+  const size_t maxLine = maxLineLength(std::string_view(start, std::min(avail, sizeof(start))));
   if (eol.pos < 0) {
-    if (avail > kMaxLineLength) {
+    if (avail > maxLine) {
       counters.add(counters.protocol_errors);
       c->add("CLIENT_ERROR line too long\r\n");
       closeAfterWrite(c);
@@ -345,7 +348,7 @@ bool Worker::processOne(Connection* c) {
     return false;
   }
   const size_t lineLen = static_cast<size_t>(eol.pos);
-  if (lineLen > kMaxLineLength) {
+  if (lineLen > maxLine) {
     counters.add(counters.protocol_errors);
     c->add("CLIENT_ERROR line too long\r\n");
     closeAfterWrite(c);
@@ -356,12 +359,14 @@ bool Worker::processOne(Connection* c) {
   evbuffer_drain(in, eolLen);
   counters.add(counters.bytes_read, lineLen + eolLen);
 
-  ParseResult p = parseLine(c->line, c->req);
+  ParseResult p = parseLine(c->line, c->req, ParseOptions{config_.strict_keys});
   if (p.status == ParseResult::kError) {
     counters.add(counters.protocol_errors);
     if (verbose_) logLine(c->peer + ": " + std::string(p.error));
-    c->add(p.error);
-    c->add("\r\n");
+    if (!p.silent) {
+      c->add(p.error);
+      c->add("\r\n");
+    }
     if (p.swallow > 0) {
       c->state = Connection::State::kSwallow;
       c->remaining = p.swallow;

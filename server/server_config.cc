@@ -56,6 +56,11 @@ const config::Schema& schema() {
                .description = "Seconds a connection may stay without sending a request (or without draining its "
                               "replies) before it is closed; 0 = never.",
                .field = SERVER_FIELD(c.idle_timeout), .max = 30 * 24 * 3600},
+              {.name = "strict_keys", .type = Type::kBool,
+               .description = "Refuse keys holding control bytes (0x00-0x20, 0x7f) with `CLIENT_ERROR bad command "
+                              "line format`. Off: keys are any bytes but space and NUL, as memcached takes them "
+                              "(memcaslap's keys hold control bytes).",
+               .field = SERVER_FIELD(c.strict_keys)},
           },
       .wholeFloats = true,  // the server always took 1e4 for a count
   };

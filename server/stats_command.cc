@@ -129,6 +129,12 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("item_size_max", config_.max_item_size);
     stat("idle_timeout", static_cast<uint64_t>(config_.idle_timeout));
     stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
+  } else if (r.statsArgs.starts_with("cachedump")) {
+    if (!cachedump(r.statsArgs, cs, s)) {
+      c.add(c.protocol_errors);
+      out.add("CLIENT_ERROR bad command line format\r\n");
+      return;
+    }
   } else {
     c.add(c.protocol_errors);
     out.add("ERROR\r\n");
@@ -136,6 +142,49 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
   }
   s += "END\r\n";
   out.add(s);
+}
+
+bool CommandHandler::cachedump(std::string_view args, const CacheStats& cs, std::string& s) {
+  // "cachedump <class> <limit>": memcached's debugging dump, "ITEM <key>
+  // [<bytes> b; <expiry, unix seconds> s]" per item. The class (numbered as
+  // in `stats slabs`) picks the items of its tier whose key and value fit
+  // its chunk size and not the class before (approximately: the item header
+  // is not counted); the order is the index's, not an LRU's. limit 0 = all,
+  // and the reply stops at 2 MiB.
+  constexpr size_t kMaxDump = 2 << 20;
+  std::vector<std::string_view> t;
+  size_t i = 0;
+  while (i < args.size()) {
+    while (i < args.size() && args[i] == ' ') ++i;
+    size_t j = i;
+    while (j < args.size() && args[j] != ' ') ++j;
+    if (j > i) t.push_back(args.substr(i, j - i));
+    i = j;
+  }
+  uint32_t id = 0, limit = 0;
+  if (t.size() != 3 || !parseU32(t[1], id) || !parseU32(t[2], limit)) return false;
+  if (id == 0 || id > cs.classes.size()) return true;  // memcached: an empty dump
+  const ClassStats& k = cs.classes[id - 1];
+  uint64_t below = 0;  // the chunk size of the class before in the same tier and pool
+  if (id >= 2 && cs.classes[id - 2].tier == k.tier && cs.classes[id - 2].pool == k.pool)
+    below = cs.classes[id - 2].alloc_size;
+  uint32_t listed = 0;
+  const size_t start = s.size();
+  cache_.forEachItem([&](const ReadHandle& h) {
+    if ((limit != 0 && listed >= limit) || s.size() - start >= kMaxDump) return;
+    const uint64_t bytes = h.key().size() + h.value().size();
+    if (h.tier() != k.tier || bytes > k.alloc_size || bytes <= below) return;
+    s += "ITEM ";
+    s.append(h.key());
+    s += " [";
+    addNumber(s, h.value().size());
+    s += " b; ";
+    const auto at = h.expiresAt();
+    addSigned(s, at ? std::chrono::duration_cast<seconds>(at->time_since_epoch()).count() : 0);
+    s += " s]\r\n";
+    ++listed;
+  });
+  return true;
 }
 
 }  // namespace tiercache::server

@@ -212,6 +212,83 @@ TEST(Lifecycle, TouchSetsANewDeadlineWithoutACallback) {
   EXPECT_TRUE(log.all.empty()) << "a touch is not a departure";
 }
 
+TEST(Lifecycle, TouchKeepsTheCasToken) {
+  // memcached's touch leaves the CAS token alone; a client's gets + touch +
+  // cas must still store.
+  ManualClock clock;
+  Cache cache(test::smallDramConfig(4 << 20), hooksWith(&clock, nullptr));
+  ASSERT_TRUE(cache.set("k", "value", 10s, 5u));
+  const uint64_t token = cache.find("k").casToken();
+  ASSERT_TRUE(cache.touch("k", 100s));
+  ReadHandle h = cache.find("k");
+  EXPECT_EQ(h.casToken(), token);
+  EXPECT_EQ(*h.expiresAt(), clock.now() + 100s);
+  h.reset();
+  EXPECT_EQ(cache.compareAndSwap("k", token, "new", 10s), CasResult::kStored);
+}
+
+TEST(Lifecycle, UpdateValueKeepsTheDeadlineAndFlags) {
+  // incr/append through the API: many rewrites over a fractional clock must
+  // leave the deadline where it was (a TTL re-derived from the time left
+  // rounds up and pushes it out a second each time).
+  std::atomic<int64_t> ms{1'800'000'000'300};
+  CacheHooks hooks;
+  hooks.clock = [&ms] { return Clock::time_point(std::chrono::milliseconds(ms.load())); };
+  Cache cache(test::smallDramConfig(4 << 20), hooks);
+  ASSERT_TRUE(cache.set("n", "0", 10s, 9u));
+  const auto deadline = *cache.find("n").expiresAt();
+  for (int i = 1; i <= 50; ++i) {
+    ms += 100;
+    const uint64_t token = cache.find("n").casToken();
+    ASSERT_EQ(cache.updateValue("n", token, std::to_string(i)), CasResult::kStored);
+  }
+  ReadHandle h = cache.find("n");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h.value(), "50");
+  EXPECT_EQ(h.flags(), 9u);
+  EXPECT_EQ(*h.expiresAt(), deadline);
+  const uint64_t stale = h.casToken() - 1;
+  h.reset();
+  EXPECT_EQ(cache.updateValue("n", stale, "x"), CasResult::kExists);
+  EXPECT_EQ(cache.updateValue("absent", 1, "x"), CasResult::kNotFound);
+  ms += 6000;
+  EXPECT_FALSE(cache.find("n")) << "expired at the original deadline";
+}
+
+TEST(Lifecycle, HugeTtlsNeverExpireAndNeverWrap) {
+  // A TTL of centuries added to the clock's nanoseconds used to overflow
+  // into the past: the item was stored already expired.
+  Cache cache(test::smallDramConfig(4 << 20));
+  ASSERT_TRUE(cache.set("y1000", "v", std::chrono::hours(24 * 365 * 1000)));
+  ASSERT_TRUE(cache.set("max", "v", Cache::Ttl::max()));
+  ASSERT_TRUE(cache.set("k", "v"));
+  ASSERT_TRUE(cache.touch("k", Cache::Ttl(int64_t{1} << 40)));
+  for (const char* k : {"y1000", "max", "k"}) {
+    ReadHandle h = cache.find(k);
+    ASSERT_TRUE(h) << k;
+    EXPECT_FALSE(h.expiresAt().has_value()) << k << ": beyond 2156 means never";
+  }
+  ASSERT_TRUE(cache.set("min", "v", Cache::Ttl::min()));
+  EXPECT_FALSE(cache.find("min")) << "a hugely negative TTL is expired, not wrapped into the future";
+}
+
+TEST(Lifecycle, ALaterFlushReplacesADelayedOne) {
+  ManualClock clock;
+  Cache cache(test::smallDramConfig(4 << 20), hooksWith(&clock, nullptr));
+  cache.flush(10s);
+  cache.flush();  // memcached: the immediate flush cancels the pending one
+  ASSERT_TRUE(cache.set("a", "1"));
+  clock.advance(20s);
+  EXPECT_EQ(cache.get("a").value_or(""), "1") << "the cancelled delayed flush fired";
+  cache.flush(10s);
+  cache.flush(100s);  // ... and a later delayed one moves it
+  ASSERT_TRUE(cache.set("b", "2"));
+  clock.advance(20s);
+  EXPECT_EQ(cache.get("b").value_or(""), "2") << "the replaced delayed flush fired";
+  clock.advance(81s);
+  EXPECT_FALSE(cache.get("b"));
+}
+
 TEST(Lifecycle, PeekChangesNoCounterAndNoPolicyState) {
   // LRU with a 1-slot-per-class budget: whether "a" was accessed decides
   // which of a/b an allocation evicts.
@@ -783,6 +860,21 @@ TEST_F(LifecyclePersistentTest, AddCasAndTouchWriteDurablyUnderDurableSets) {
   EXPECT_EQ(cache.find("c").tier(), 1u);
   ASSERT_TRUE(cache.touch("c", 200s));
   EXPECT_EQ(cache.find("c").tier(), 1u);
+}
+
+TEST_F(LifecyclePersistentTest, FlushedItemsStayGoneAfterARestart) {
+  // The flush mark lives in DRAM; the persistent tier's items were once
+  // recovered by the next start as if never flushed.
+  {
+    Cache cache(test::persistentConfig(pool_, true));
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.set("f" + std::to_string(i), "old"));
+    cache.flush();
+    ASSERT_TRUE(cache.set("after", "new"));
+  }
+  Cache cache(test::persistentConfig(pool_, true));
+  for (int i = 0; i < 200; ++i) EXPECT_FALSE(cache.find("f" + std::to_string(i))) << i;
+  EXPECT_EQ(cache.get("after").value_or(""), "new");
+  EXPECT_EQ(cache.stats().recovered_items, 1u);
 }
 
 TEST_F(LifecyclePersistentTest, KillNineRestartDropsWhatExpiredWhileDown) {

@@ -59,12 +59,81 @@ TEST(ServerProtocol, MultiGetAndErrors) {
   EXPECT_EQ(parse("get", r).error, "ERROR");
   EXPECT_EQ(parse("", r).error, "ERROR");
   EXPECT_EQ(parse("frobnicate x", r).error, "ERROR");
-  EXPECT_EQ(parse("get a\x01" "b", r).error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(parse(std::string("get a\0b", 7), r).error, "CLIENT_ERROR bad command line format");
   EXPECT_EQ(parse("gat x k", r).error, "CLIENT_ERROR invalid exptime argument");
   EXPECT_EQ(parse("incr k -1", r).error, "CLIENT_ERROR invalid numeric delta argument");
   EXPECT_EQ(parse("incr k 18446744073709551616", r).error, "CLIENT_ERROR invalid numeric delta argument");
   ASSERT_EQ(parse("incr k 18446744073709551615", r).status, ParseResult::kOk);
   EXPECT_EQ(r.delta, UINT64_MAX);
+}
+
+TEST(ServerProtocol, KeysTakeControlBytesUnlessStrict) {
+  // memcaslap's keys hold control bytes; memcached stores them. Only space
+  // (the separator) and NUL (memcached's line ends there) are refused.
+  Request r;
+  const std::string keys[] = {std::string("a\x01" "b"), "a\tb", "a\rb", "a\x7f" "b", "\x1f\x7f\x80\xff"};
+  for (const std::string& k : keys) {
+    ASSERT_EQ(parse("set " + k + " 0 0 1", r).status, ParseResult::kOk) << k;
+    EXPECT_EQ(r.keys[0], k);
+    ASSERT_EQ(parse("get x " + k, r).status, ParseResult::kOk) << k;
+    EXPECT_EQ(r.keys[1], k);
+  }
+  EXPECT_EQ(parse(std::string("get a\0b", 7), r).error, "CLIENT_ERROR bad command line format");
+  // server.strict_keys keeps the stricter rule.
+  const ParseOptions strict{.strictKeys = true};
+  std::string line = "set a\tb 0 0 1";
+  ParseResult p = parseLine(line, r, strict);
+  EXPECT_EQ(p.error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(p.swallow, 3u);
+  line = "get a\x7f";
+  EXPECT_EQ(parseLine(line, r, strict).error, "CLIENT_ERROR bad command line format");
+  line = "get ab\xff";
+  EXPECT_EQ(parseLine(line, r, strict).status, ParseResult::kOk);
+}
+
+TEST(ServerProtocol, NoreplySilencesErrorsOnceTheTokenCountIsRight) {
+  // memcached sends nothing at all for a noreply request (its errors too),
+  // so a client that sent noreply never reads a reply it did not ask for.
+  Request r;
+  for (const char* line : {"incr k abc noreply", "touch k x noreply", "flush_all x noreply", "delete k 5 noreply",
+                           "verbosity x noreply", "set k x 0 1 noreply", "cas k 0 0 1 x noreply"}) {
+    ParseResult p = parse(line, r);
+    EXPECT_EQ(p.status, ParseResult::kError) << line;
+    EXPECT_TRUE(p.silent) << line;
+  }
+  EXPECT_EQ(parse("set k x 0 1 noreply", r).swallow, 3u) << "the value is still discarded";
+  EXPECT_FALSE(parse("incr k abc", r).silent);
+  // A wrong token count is "ERROR", sent: memcached has not looked for noreply yet.
+  ParseResult p = parse("set k 0 0 1 2 noreply", r);
+  EXPECT_EQ(p.error, "ERROR");
+  EXPECT_FALSE(p.silent);
+  EXPECT_EQ(p.swallow, 0u) << "memcached reads its value as the next command";
+  EXPECT_EQ(parse("incr k 1 2 noreply", r).error, "ERROR");
+  EXPECT_EQ(parse("verbosity", r).error, "ERROR");
+  EXPECT_EQ(parse("touch k", r).error, "ERROR");
+  // Commands that take no noreply ignore what follows, as memcached does:
+  // "version noreply" is answered.
+  for (const char* line : {"version noreply", "quit now", "mn noreply", "version 1 2 3"}) {
+    EXPECT_EQ(parse(line, r).status, ParseResult::kOk) << line;
+    EXPECT_FALSE(r.noreply) << line;
+  }
+  // Meta commands report their errors always.
+  EXPECT_FALSE(parse("mg k v v", r).silent);
+}
+
+TEST(ServerProtocol, HugeExptimesParseAndDoNotExpire) {
+  Request r;
+  ASSERT_EQ(parse("set k 0 99999999999 1", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.exptime, 99'999'999'999);
+  ASSERT_EQ(parse("touch k 9223372036854775807", r).status, ParseResult::kOk);
+  const int64_t now = 1'800'000'000;
+  const auto ttl = ttlFromExptime(r.exptime, now);
+  ASSERT_TRUE(ttl.has_value()) << "an absolute time far ahead is not expired";
+  EXPECT_GT(ttl->count(), 0);
+  ASSERT_EQ(parse("gat -9223372036854775808 k", r).status, ParseResult::kOk);
+  EXPECT_EQ(ttlFromExptime(r.exptime, now), std::nullopt);
+  ASSERT_EQ(parse("mg k T99999999999", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.meta.ttl, 99'999'999'999);
 }
 
 TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
