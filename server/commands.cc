@@ -76,7 +76,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      get(r, out, c);
+      for (size_t next = 0; next < r.keys.size();) next = getFrom(r, next, out, c);
       return Next::kContinue;
     case Command::kDelete: {
       if (cache_.remove(r.keys[0])) {
@@ -144,49 +144,56 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
   return Next::kContinue;
 }
 
-void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
+size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c) {
   const bool withCas = r.command == Command::kGets || r.command == Command::kGats;
   const bool touch = r.command == Command::kGat || r.command == Command::kGats;
   std::optional<seconds> ttl;
   if (touch) ttl = ttlFromExptime(r.exptime, nowUnix());
-  // One batched lookup for all keys: their buckets and items are prefetched together.
   std::vector<ReadHandle> found;
-  if (touch) {
-    found.reserve(r.keys.size());
-    for (std::string_view k : r.keys) {
-      c.add(c.cmd_touch);
-      bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
-      c.add(ok ? c.touch_hits : c.touch_misses);
-      found.push_back(ok ? cache_.find(k) : ReadHandle());
-    }
-  } else {
-    found = cache_.findMany(std::span<const std::string_view>(r.keys.data(), r.keys.size()));
-  }
   std::string line;
-  for (size_t i = 0; i < r.keys.size(); ++i) {
-    c.add(c.cmd_get);
-    ReadHandle& h = found[i];
-    if (!h) {
-      c.add(c.get_misses);
-      continue;
+  size_t next = first;
+  while (next < r.keys.size()) {
+    if (next > first && out.full()) return next;
+    const size_t n = std::min(kGetBatch, r.keys.size() - next);
+    const std::span<const std::string_view> batch(r.keys.data() + next, n);
+    if (touch) {
+      found.clear();
+      for (std::string_view k : batch) {
+        c.add(c.cmd_touch);
+        bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
+        c.add(ok ? c.touch_hits : c.touch_misses);
+        found.push_back(ok ? cache_.find(k) : ReadHandle());
+      }
+    } else {
+      found = cache_.findMany(batch);  // one batched lookup: buckets and items prefetched together
     }
-    c.add(c.get_hits);
-    line.assign("VALUE ");
-    line.append(h.key());
-    line.push_back(' ');
-    addNumber(line, flagsOf(h));
-    line.push_back(' ');
-    addNumber(line, h.value().size());
-    if (withCas) {
+    for (size_t i = 0; i < n; ++i) {
+      c.add(c.cmd_get);
+      ReadHandle& h = found[i];
+      if (!h) {
+        c.add(c.get_misses);
+        continue;
+      }
+      c.add(c.get_hits);
+      line.assign("VALUE ");
+      line.append(h.key());
       line.push_back(' ');
-      addNumber(line, casOf(h));
+      addNumber(line, flagsOf(h));
+      line.push_back(' ');
+      addNumber(line, h.value().size());
+      if (withCas) {
+        line.push_back(' ');
+        addNumber(line, casOf(h));
+      }
+      line.append("\r\n");
+      out.add(line);
+      out.addValue(std::move(h));
+      out.add("\r\n");
     }
-    line.append("\r\n");
-    out.add(line);
-    out.addValue(std::move(h));
-    out.add("\r\n");
+    next += n;
   }
   out.add("END\r\n");
+  return next;
 }
 
 bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {

@@ -49,6 +49,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("curr_connections", state_.currConnections.load());
     stat("total_connections", state_.totalConnections.load());
     stat("rejected_connections", state_.rejectedConnections.load());
+    stat("listen_disabled_num", state_.listenDisabled.load());
 #define TIERCACHE_SUM_COUNTER(name, help)                                              \
   {                                                                                      \
     uint64_t sum = 0;                                                                    \
