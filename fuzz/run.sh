@@ -55,6 +55,7 @@ for t in "${targets[@]}"; do
       printf 'incr n 5\r\ndecr n 1 noreply\r\ntouch k 10\r\ndelete k 0 noreply\r\nflush_all 5 noreply\r\n' >"$corpus/seed-misc"
       printf 'mg k v f t c s k Oab q\r\nms k 2 T10 F3 MA C9 I\r\nhi\r\nmd k q C1\r\nma k N0 J5 D2 MD v\r\nmn\r\n' >"$corpus/seed-meta"
       printf 'stats tiers\r\nverbosity 1\r\nversion\r\nquit\r\n' >"$corpus/seed-admin"
+      printf 'cache_memlimit 50\r\ncache_memlimit 8 noreply\r\ncache_memlimit x\r\n' >"$corpus/seed-memlimit"
     fi
   elif [[ "$t" == tiercache_config_fuzzer ]]; then
     limits=(-rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=16384)

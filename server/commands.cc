@@ -122,6 +122,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kStats:
       stats(r, out, c);
       return Next::kContinue;
+    case Command::kCacheMemlimit: memlimit(r, out); return Next::kContinue;
     case Command::kMetaGet:
       c.add(c.cmd_meta);
       metaGet(r, out, c);
@@ -599,6 +600,26 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   }
   line += "\r\n";
   out.add(line);
+}
+
+// cache_memlimit: memcached's memory limit is tier 0's (DRAM) limit; the
+// tiers below keep their size and take what tier 0 gives up.
+void CommandHandler::memlimit(const Request& r, ReplySink& out) {
+  if (r.memlimitMb < 8) {
+    reply(out, r, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+    return;
+  }
+  if (r.memlimitMb > 1'000'000'000) {
+    reply(out, r, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+    return;
+  }
+  try {
+    cache_.resizeTier(0, r.memlimitMb << 20);
+  } catch (const std::invalid_argument& e) {
+    reply(out, r, std::string("MEMLIMIT_ADJUST_FAILED ") + e.what());
+    return;
+  }
+  reply(out, r, "OK");
 }
 
 }  // namespace tiercache::server

@@ -124,6 +124,7 @@ class CommandHandler {
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
+  void memlimit(const Request& r, ReplySink& out);
 
   Cache& cache_;
   const ServerConfig& config_;

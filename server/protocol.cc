@@ -43,19 +43,32 @@ struct CommandName {
   Command command;
 };
 
-constexpr std::array<CommandName, 24> kCommands = {{
-    {"get", Command::kGet},           {"gets", Command::kGets},
-    {"gat", Command::kGat},           {"gats", Command::kGats},
-    {"set", Command::kSet},           {"add", Command::kAdd},
-    {"replace", Command::kReplace},   {"append", Command::kAppend},
-    {"prepend", Command::kPrepend},   {"cas", Command::kCas},
-    {"delete", Command::kDelete},     {"incr", Command::kIncr},
-    {"decr", Command::kDecr},         {"touch", Command::kTouch},
-    {"flush_all", Command::kFlushAll}, {"version", Command::kVersion},
-    {"verbosity", Command::kVerbosity}, {"quit", Command::kQuit},
-    {"stats", Command::kStats},       {"mg", Command::kMetaGet},
-    {"ms", Command::kMetaSet},        {"md", Command::kMetaDelete},
-    {"ma", Command::kMetaArithmetic}, {"mn", Command::kMetaNoop},
+constexpr std::array<CommandName, 25> kCommands = {{
+    {"get", Command::kGet},
+    {"gets", Command::kGets},
+    {"gat", Command::kGat},
+    {"gats", Command::kGats},
+    {"set", Command::kSet},
+    {"add", Command::kAdd},
+    {"replace", Command::kReplace},
+    {"append", Command::kAppend},
+    {"prepend", Command::kPrepend},
+    {"cas", Command::kCas},
+    {"delete", Command::kDelete},
+    {"incr", Command::kIncr},
+    {"decr", Command::kDecr},
+    {"touch", Command::kTouch},
+    {"flush_all", Command::kFlushAll},
+    {"version", Command::kVersion},
+    {"verbosity", Command::kVerbosity},
+    {"quit", Command::kQuit},
+    {"stats", Command::kStats},
+    {"mg", Command::kMetaGet},
+    {"ms", Command::kMetaSet},
+    {"md", Command::kMetaDelete},
+    {"ma", Command::kMetaArithmetic},
+    {"mn", Command::kMetaNoop},
+    {"cache_memlimit", Command::kCacheMemlimit},
 }};
 
 // "<cmd> <key> <flags> <exptime> <bytes> [cas] [noreply]"
@@ -288,6 +301,13 @@ ParseResult parseLine(std::string_view line, Request& r) {
     case Command::kVerbosity: {
       if (t.size() < 2 || t.size() > 3) return error("ERROR");
       if (!parseU32(t[1], r.verbosity)) return error(kBadFormat);
+      r.noreply = t.size() == 3 && t[2] == "noreply";
+      return {};
+    }
+    case Command::kCacheMemlimit: {
+      // "cache_memlimit <megabytes> [noreply]"; the bounds are the command's (commands.cc).
+      if (t.size() < 2 || t.size() > 3) return error("ERROR");
+      if (!parseU64(t[1], r.memlimitMb)) return error("ERROR");
       r.noreply = t.size() == 3 && t[2] == "noreply";
       return {};
     }

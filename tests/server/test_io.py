@@ -78,6 +78,66 @@ class MultigetOutput(unittest.TestCase):
                 c.close()
 
 
+def stat(sock, name, args=b""):
+    reply = request(sock, b"stats" + (b" " + args if args else b"") + b"\r\n", b"END\r\n")
+    for line in reply.split(b"\r\n"):
+        parts = line.split(b" ")
+        if len(parts) == 3 and parts[1] == name:
+            return parts[2]
+    raise AssertionError("no STAT %r in %r" % (name, reply[:500]))
+
+
+class CacheMemlimit(unittest.TestCase):
+    def test_shrink_demotes_grow_refills_and_bounds_are_refused(self):
+        # base_config: 32 MiB DRAM over 64 MiB of emulated PMEM, 2 MiB slabs.
+        with Server(threads=2) as server:
+            values = {b"ml%d" % i: os.urandom(2000) for i in range(8000)}  # ~16 MiB: all in DRAM
+            with server.connect() as s:
+                s.sendall(b"".join(b"set %s 0 0 2000 noreply\r\n" % k + v + b"\r\n" for k, v in values.items()))
+                self.assertTrue(request(s, b"version\r\n").startswith(b"VERSION "))
+                self.assertEqual(stat(s, b"tier:0:limit_bytes", b"tiers"), b"%d" % (32 << 20))
+                self.assertEqual(int(stat(s, b"tier:1:items", b"tiers")), 0)
+                used = int(stat(s, b"tier:0:slabs_used", b"tiers"))
+                self.assertGreaterEqual(used, 8)
+
+                self.assertEqual(request(s, b"cache_memlimit 8\r\n"), b"OK\r\n")
+                self.assertEqual(stat(s, b"tier:0:limit_bytes", b"tiers"), b"%d" % (8 << 20))
+                self.assertLessEqual(int(stat(s, b"tier:0:slabs_used", b"tiers")), 4)
+                self.assertGreater(int(stat(s, b"tier:1:items", b"tiers")), 0)
+                self.assertEqual(stat(s, b"limit_maxbytes"), b"%d" % ((8 + 64) << 20))
+                # Demoted, not lost: every value reads back exactly.
+                keys = list(values)
+                for i in range(0, len(keys), 100):
+                    batch = keys[i:i + 100]
+                    want = b"".join(b"VALUE %s 0 2000\r\n" % k + values[k] + b"\r\n" for k in batch) + b"END\r\n"
+                    self.assertTrue(request(s, b"get " + b" ".join(batch) + b"\r\n", b"END\r\n") == want)
+
+                self.assertEqual(request(s, b"cache_memlimit 32\r\n"), b"OK\r\n")
+                self.assertEqual(stat(s, b"tier:0:limit_bytes", b"tiers"), b"%d" % (32 << 20))
+                s.sendall(b"".join(b"set new%d 0 0 2000 noreply\r\n" % i + b"n" * 2000 + b"\r\n" for i in range(6000)))
+                self.assertTrue(request(s, b"version\r\n").startswith(b"VERSION "))
+                self.assertGreater(int(stat(s, b"tier:0:slabs_used", b"tiers")), 4)
+
+                self.assertEqual(request(s, b"cache_memlimit 64\r\n"),
+                                 b"MEMLIMIT_ADJUST_FAILED tier 'dram': cannot grow to 64MiB, past the 32MiB "
+                                 b"it reserved at open\r\n")
+                self.assertEqual(request(s, b"cache_memlimit 7\r\n"),
+                                 b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n")
+                self.assertEqual(request(s, b"cache_memlimit 2000000000\r\n"),
+                                 b"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n")
+                self.assertEqual(request(s, b"cache_memlimit many\r\n"), b"ERROR\r\n")
+                self.assertEqual(request(s, b"cache_memlimit 16 noreply\r\nmn\r\n"), b"MN\r\n")
+                self.assertEqual(stat(s, b"tier:0:limit_bytes", b"tiers"), b"%d" % (16 << 20))
+
+    def test_pymemcache_cache_memlimit(self):
+        from pymemcache.client.base import Client
+        with Server(threads=1) as server:
+            c = Client(server.address, connect_timeout=5, timeout=10)
+            self.assertTrue(c.cache_memlimit(20))
+            self.assertEqual(int(c.stats("tiers")[b"tier:0:limit_bytes"]), 20 << 20)
+            c.close()
+
+
 class AcceptLimits(unittest.TestCase):
     def test_running_out_of_descriptors_pauses_accepting_instead_of_spinning(self):
         limit = 48
