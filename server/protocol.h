@@ -31,30 +31,11 @@ inline constexpr size_t kMaxKeyLength = 250;  // memcached's KEY_MAX_LENGTH
 inline constexpr size_t kMaxLineLength = 64 * 1024;
 
 enum class Command : uint8_t {
-  kGet,
-  kGets,
-  kGat,
-  kGats,
-  kSet,
-  kAdd,
-  kReplace,
-  kAppend,
-  kPrepend,
-  kCas,
-  kDelete,
-  kIncr,
-  kDecr,
-  kTouch,
-  kFlushAll,
-  kVersion,
-  kVerbosity,
-  kQuit,
-  kStats,
-  kMetaGet,
-  kMetaSet,
-  kMetaDelete,
-  kMetaArithmetic,
-  kMetaNoop,
+  kGet, kGets, kGat, kGats,
+  kSet, kAdd, kReplace, kAppend, kPrepend, kCas,
+  kDelete, kIncr, kDecr, kTouch,
+  kFlushAll, kVersion, kVerbosity, kQuit, kStats,
+  kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
   kCacheMemlimit,
 };
 
@@ -93,7 +74,7 @@ struct Request {
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr
   uint32_t verbosity = 0;
-  uint64_t memlimitMb = 0;  // cache_memlimit
+  uint64_t memlimitMb = 0;   // cache_memlimit
   bool noreply = false;
   std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
   MetaFlags meta;
