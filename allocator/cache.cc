@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <tuple>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../config/sizes.h"
 #include "../numa/topology.h"
 #include "../tiers/tier_plan.h"
 #include "access_index.h"
@@ -462,6 +464,61 @@ void Cache::release(Item* item, CompressedRef ref) {
 void Cache::freeOwned(CompressedRef ref) { table_->owner(ref)->freeOwned(ref); }
 
 size_t Cache::rebalanceSlabs() { return rebalancer_ ? rebalancer_->runOnce() : 0; }
+
+uint64_t Cache::tierLimit(uint32_t tier) const {
+  return static_cast<uint64_t>(allocs_.at(tier)->slabLimit()) * table_->slabSize();
+}
+
+Cache::TierResize Cache::resizeTier(uint32_t tier, uint64_t bytes) {
+  std::lock_guard<std::mutex> g(resizeMu_);
+  if (tier >= allocs_.size()) {
+    throw std::invalid_argument("resizeTier: no tier " + std::to_string(tier) + " (the cache has " +
+                                std::to_string(allocs_.size()) + ")");
+  }
+  SlabAllocator& a = *allocs_[tier];
+  const uint64_t slab = table_->slabSize();
+  const std::string name = "tier '" + a.tier().name() + "'";
+  if (a.tier().persistent()) {
+    throw std::invalid_argument(name + " is persistent: its pool file fixes its size");
+  }
+  const uint64_t reserved = static_cast<uint64_t>(a.slabCount()) * slab;
+  if (bytes > reserved) {
+    throw std::invalid_argument(name + ": cannot grow to " + formatSize(bytes) + ", past the " + formatSize(reserved) +
+                                " it reserved at open");
+  }
+  if (bytes < slab) {
+    throw std::invalid_argument(name + ": " + formatSize(bytes) + " is less than one slab (" + formatSize(slab) + ")");
+  }
+  uint32_t over = a.setSlabLimit(static_cast<uint32_t>(bytes / slab));
+  TierResize r;
+  // The classes with the most slabs give first; each release is bounded
+  // (AllocationClass::kReleaseTries slabs looked at), and a class whose
+  // slabs are all pinned is passed over.
+  while (over > 0) {
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> donors;  // slabs, pool, class
+    for (uint32_t p = 0; p < a.poolCount(); ++p) {
+      for (uint32_t c = 0; c < a.classCount(); ++c) {
+        if (const uint64_t n = a.cls(p, c).slabCountHint()) donors.emplace_back(n, p, c);
+      }
+    }
+    std::sort(donors.begin(), donors.end(),
+              [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+    bool released = false;
+    for (const auto& [n, p, c] : donors) {
+      if (movers_->retireSlab(tier, p, c)) {
+        released = true;
+        break;
+      }
+    }
+    if (!released) break;
+    ++r.slabsReleased;
+    --over;
+  }
+  r.limitBytes = static_cast<uint64_t>(a.slabLimit()) * slab;
+  r.usedBytes = static_cast<uint64_t>(a.slabsUsed()) * slab;
+  r.reached = r.usedBytes <= r.limitBytes;
+  return r;
+}
 
 void Cache::drainDeferredFrees() const {
   for (const auto& a : allocs_) {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -217,6 +218,29 @@ class Cache final : private ItemFate {
   // periodic runs (rebalance.strategy "marginal-hits"); returns the slabs
   // moved, 0 when that strategy is off.
   size_t rebalanceSlabs();
+
+  // Memory limit of a tier at run time (memcached's cache_memlimit maps to
+  // tier 0). The limit is `bytes` rounded down to whole slabs, between one
+  // slab and the tier's size at open (address space and slab table are
+  // sized then: a larger limit throws std::invalid_argument naming the tier
+  // and both sizes, as does a persistent tier, whose pool file fixes its
+  // size). Shrinking takes slabs out of service now: the classes with the
+  // most slabs give them up, their items demoted into the next tier while it
+  // has room, else evicted (counted as evictions), and their memory
+  // discarded. Slabs holding a pinned item are skipped, so the tier may stay
+  // over its limit (`reached` false) until a later call; it takes no new
+  // slab meanwhile. Growing lets the tier take slabs again as it needs them.
+  // Work is bounded by the slabs to release; thread-safe against every
+  // other call (one resize at a time).
+  struct TierResize {
+    uint64_t limitBytes = 0;  // the limit now in force
+    uint64_t usedBytes = 0;   // slabs assigned to classes, in bytes
+    uint32_t slabsReleased = 0;
+    bool reached = false;  // usedBytes <= limitBytes
+  };
+  TierResize resizeTier(uint32_t tier, uint64_t bytes);
+  // The tier's limit in bytes (its size unless resized).
+  uint64_t tierLimit(uint32_t tier) const;
   // Pins found by ~Cache of every Cache of this process so far (release
   // builds; Debug builds abort instead). 0 in a correct program.
   static uint64_t pinsOutstandingAtDestruction();
@@ -356,6 +380,7 @@ class Cache final : private ItemFate {
   std::unique_ptr<Movers> movers_;
   std::unique_ptr<SlabRebalancer> rebalancer_;  // rebalance.strategy "marginal-hits" only
   std::unique_ptr<ItemReaper> reaper_;
+  std::mutex resizeMu_;  // one resizeTier at a time
   // The stats part (stats_collector.h): reads the parts above.
   std::unique_ptr<StatsCollector> stats_;
 };

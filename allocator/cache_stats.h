@@ -52,6 +52,7 @@ namespace tiercache {
 // Per tier only, read at snapshot time.
 #define TIERCACHE_TIER_GAUGES(X)                                                           \
   X(configured_bytes, "the tier's configured size")                                        \
+  X(limit_bytes, "the tier's limit: its size unless resized (Cache::resizeTier)")         \
   X(mapped_bytes, "bytes the tier took from the OS")                                       \
   X(slabs_total, "slabs the tier is cut into")                                             \
   X(slabs_used, "slabs assigned to a class")

@@ -466,6 +466,19 @@ bool Movers::moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint3
   return true;
 }
 
+bool Movers::retireSlab(uint32_t tier, uint32_t pool, uint32_t classId) {
+  SlabAllocator& a = *allocs_[tier];
+  AllocationClass& donor = a.cls(pool, classId);
+  donor.drainDeferred();  // a deferred item would keep its slab from release
+  std::vector<CompressedRef> claimed;
+  const uint32_t slab = donor.releaseSlab(claimed);
+  if (slab == CompressedRef::kNull) return false;
+  evictClaimed(donor, claimed);
+  a.retireSlab(slab, pool);
+  donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed) {
   const uint32_t tier = donor.tier();
   // As eviction does: an item leaves tier i for tier i+1 when it can; a

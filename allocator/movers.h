@@ -115,6 +115,10 @@ class Movers final : public BackgroundTarget {
   // marginal-hits rebalancer's move): the slab's items are demoted while the
   // next tier has room, else dropped. False when the donor released none.
   bool moveSlab(uint32_t tier, uint32_t pool, uint32_t donor, uint32_t receiver);
+  // Takes one slab of (tier, pool, class) out of service for a memory limit
+  // (Cache::resizeTier): its items are demoted or dropped as moveSlab does,
+  // then SlabAllocator::retireSlab. False when the class released none.
+  bool retireSlab(uint32_t tier, uint32_t pool, uint32_t classId);
 
   // Whether a background evictor is serving classes (none stands aside for
   // want of a spare core): the cache defers its frees to them only then.

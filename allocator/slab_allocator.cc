@@ -433,8 +433,8 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
 }
 
 SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* records, SlabTable& table,
-                             uint32_t firstSlab, const std::vector<PoolConfig>& pools, const std::vector<uint32_t>& classSizes,
-                             const EvictionPolicyOptions& policy)
+                             uint32_t firstSlab, const std::vector<PoolConfig>& pools,
+                             const std::vector<uint32_t>& classSizes, const EvictionPolicyOptions& policy)
     : tierIndex_(tierIndex),
       tier_(tier),
       table_(table),
@@ -442,7 +442,8 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes),
       allocTally_(2 * pools.size() * classSizes.size()),
-      records_(records) {
+      records_(records),
+      limit_(slabCount_) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
     SlabInfo& s = table_.slab(firstSlab_ + i);
     s.base = tier.base() + static_cast<uint64_t>(i) * table.slabSize();
@@ -478,7 +479,54 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
 
 uint32_t SlabAllocator::slabsUsed() const {
   std::lock_guard<std::mutex> g(slabLock_);
-  return slabCount_ - static_cast<uint32_t>(freeSlabs_.size());
+  return slabCount_ - static_cast<uint32_t>(freeSlabs_.size() + retired_.size());
+}
+
+uint32_t SlabAllocator::setSlabLimit(uint32_t slabs) {
+  slabs = std::min(slabs, slabCount_);
+  std::vector<uint32_t> discard;
+  uint32_t over = 0;
+  {
+    std::lock_guard<std::mutex> g(slabLock_);
+    limit_.store(slabs, std::memory_order_relaxed);
+    const uint32_t used = slabCount_ - static_cast<uint32_t>(freeSlabs_.size() + retired_.size());
+    const size_t room = slabs > used ? slabs - used : 0;
+    if (freeSlabs_.size() > room) {
+      // The highest slabs leave first (the front: slabs are handed out from the back).
+      const auto n = static_cast<std::ptrdiff_t>(freeSlabs_.size() - room);
+      discard.assign(freeSlabs_.begin(), freeSlabs_.begin() + n);
+      retired_.insert(retired_.end(), discard.begin(), discard.end());
+      freeSlabs_.erase(freeSlabs_.begin(), freeSlabs_.begin() + n);
+    }
+    while (freeSlabs_.size() < room && !retired_.empty()) {
+      freeSlabs_.insert(freeSlabs_.begin(), retired_.back());
+      retired_.pop_back();
+    }
+    exhausted_.store(freeSlabs_.empty(), std::memory_order_relaxed);
+    over = used > slabs ? used - slabs : 0;
+  }
+  for (uint32_t s : discard)
+    tier_.discard(static_cast<uint64_t>(s - firstSlab_) * table_.slabSize(), table_.slabSize());
+  return over;
+}
+
+void SlabAllocator::retireSlab(uint32_t slab, uint32_t pool) {
+  // owner and allocSize stay as they were (as for a slab the rebalancer
+  // moves) until reassignSlab: a reader holding a stale ref finds a class.
+  pools_[pool]->owned.fetch_sub(1, std::memory_order_relaxed);
+  bool out;
+  {
+    std::lock_guard<std::mutex> g(slabLock_);
+    const uint32_t used = slabCount_ - static_cast<uint32_t>(freeSlabs_.size() + retired_.size()) - 1;
+    out = used >= limit_.load(std::memory_order_relaxed);
+    if (out) {
+      retired_.push_back(slab);
+    } else {
+      freeSlabs_.push_back(slab);
+      exhausted_.store(false, std::memory_order_relaxed);
+    }
+  }
+  if (out) tier_.discard(static_cast<uint64_t>(slab - firstSlab_) * table_.slabSize(), table_.slabSize());
 }
 
 int SlabAllocator::classFor(size_t bytes) const {

@@ -287,7 +287,19 @@ class SlabAllocator {
   uint32_t poolQuota(uint32_t pool) const { return pools_[pool]->quota; }
   uint32_t poolSlabs(uint32_t pool) const { return pools_[pool]->owned.load(std::memory_order_relaxed); }
   // The pool may still take an unassigned slab of this tier.
-  bool canGrow(uint32_t pool) const { return poolSlabs(pool) < poolQuota(pool) && slabsUsed() < slabCount(); }
+  bool canGrow(uint32_t pool) const { return poolSlabs(pool) < poolQuota(pool) && slabsUsed() < slabLimit(); }
+
+  // Memory limit (Cache::resizeTier): the slabs this tier may have assigned,
+  // at most slabCount(). Unassigned slabs past it are out of service (their
+  // memory discarded, MemoryTier::discard) until the limit grows again.
+  uint32_t slabLimit() const { return limit_.load(std::memory_order_relaxed); }
+  // Sets the limit; returns how many assigned slabs are over it, which the
+  // caller takes from their classes (AllocationClass::releaseSlab) and
+  // hands to retireSlab.
+  uint32_t setSlabLimit(uint32_t slabs);
+  // A slab a class of `pool` released, its items gone: out of service while
+  // the tier is at or over its limit, else back among the unassigned slabs.
+  void retireSlab(uint32_t slab, uint32_t pool);
 
   // Smallest class that holds `bytes`, or -1.
   int classFor(size_t bytes) const;
@@ -355,6 +367,8 @@ class SlabAllocator {
 
   mutable std::mutex slabLock_;
   std::vector<uint32_t> freeSlabs_;  // unassigned slabs (ids), handed out from the back
+  std::vector<uint32_t> retired_;    // unassigned slabs past the limit (ids)
+  std::atomic<uint32_t> limit_;      // written under slabLock_
   std::atomic<bool> exhausted_{false};  // freeSlabs_ is empty (slabs never come back)
   std::vector<bool> adopted_;        // during recovery: slabs taken by adoptSlab
 };

@@ -60,6 +60,7 @@ CacheStats StatsCollector::collect() const {
     ts.name = a.tier().name();
     ts.kind = tierKindName(a.tier().kind());
     ts.configured_bytes = p_.config.tiers[t].size;
+    ts.limit_bytes = static_cast<uint64_t>(a.slabLimit()) * a.tier().size() / std::max<uint32_t>(1, a.slabCount());
     ts.mapped_bytes = a.tier().mappedBytes();
     ts.slabs_total = a.slabCount();
     ts.slabs_used = a.slabsUsed();

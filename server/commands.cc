@@ -81,7 +81,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      get(r, out, c);
+      for (size_t next = 0; next < r.keys.size();) next = getFrom(r, next, out, c);
       return Next::kContinue;
     case Command::kDelete: {
       if (cache_.remove(r.keys[0])) {
@@ -127,6 +127,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kStats:
       stats(r, out, c);
       return Next::kContinue;
+    case Command::kCacheMemlimit: memlimit(r, out); return Next::kContinue;
     case Command::kMetaGet:
       c.add(c.cmd_meta);
       metaGet(r, out, c);
@@ -149,49 +150,56 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
   return Next::kContinue;
 }
 
-void CommandHandler::get(const Request& r, ReplySink& out, WorkerCounters& c) {
+size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c) {
   const bool withCas = r.command == Command::kGets || r.command == Command::kGats;
   const bool touch = r.command == Command::kGat || r.command == Command::kGats;
   std::optional<seconds> ttl;
   if (touch) ttl = ttlFromExptime(r.exptime, nowUnix());
-  // One batched lookup for all keys: their buckets and items are prefetched together.
   std::vector<ReadHandle> found;
-  if (touch) {
-    found.reserve(r.keys.size());
-    for (std::string_view k : r.keys) {
-      c.add(c.cmd_touch);
-      bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
-      c.add(ok ? c.touch_hits : c.touch_misses);
-      found.push_back(ok ? cache_.find(k) : ReadHandle());
-    }
-  } else {
-    found = cache_.findMany(std::span<const std::string_view>(r.keys.data(), r.keys.size()));
-  }
   std::string line;
-  for (size_t i = 0; i < r.keys.size(); ++i) {
-    c.add(c.cmd_get);
-    ReadHandle& h = found[i];
-    if (!h) {
-      c.add(c.get_misses);
-      continue;
+  size_t next = first;
+  while (next < r.keys.size()) {
+    if (next > first && out.full()) return next;
+    const size_t n = std::min(kGetBatch, r.keys.size() - next);
+    const std::span<const std::string_view> batch(r.keys.data() + next, n);
+    if (touch) {
+      found.clear();
+      for (std::string_view k : batch) {
+        c.add(c.cmd_touch);
+        bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
+        c.add(ok ? c.touch_hits : c.touch_misses);
+        found.push_back(ok ? cache_.find(k) : ReadHandle());
+      }
+    } else {
+      found = cache_.findMany(batch);  // one batched lookup: buckets and items prefetched together
     }
-    c.add(c.get_hits);
-    line.assign("VALUE ");
-    line.append(h.key());
-    line.push_back(' ');
-    addNumber(line, flagsOf(h));
-    line.push_back(' ');
-    addNumber(line, h.value().size());
-    if (withCas) {
+    for (size_t i = 0; i < n; ++i) {
+      c.add(c.cmd_get);
+      ReadHandle& h = found[i];
+      if (!h) {
+        c.add(c.get_misses);
+        continue;
+      }
+      c.add(c.get_hits);
+      line.assign("VALUE ");
+      line.append(h.key());
       line.push_back(' ');
-      addNumber(line, casOf(h));
+      addNumber(line, flagsOf(h));
+      line.push_back(' ');
+      addNumber(line, h.value().size());
+      if (withCas) {
+        line.push_back(' ');
+        addNumber(line, casOf(h));
+      }
+      line.append("\r\n");
+      out.add(line);
+      out.addValue(std::move(h));
+      out.add("\r\n");
     }
-    line.append("\r\n");
-    out.add(line);
-    out.addValue(std::move(h));
-    out.add("\r\n");
+    next += n;
   }
   out.add("END\r\n");
+  return next;
 }
 
 namespace {
@@ -612,6 +620,26 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   }
   line += "\r\n";
   out.add(line);
+}
+
+// cache_memlimit: memcached's memory limit is tier 0's (DRAM) limit; the
+// tiers below keep their size and take what tier 0 gives up.
+void CommandHandler::memlimit(const Request& r, ReplySink& out) {
+  if (r.memlimitMb < 8) {
+    reply(out, r, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+    return;
+  }
+  if (r.memlimitMb > 1'000'000'000) {
+    reply(out, r, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+    return;
+  }
+  try {
+    cache_.resizeTier(0, r.memlimitMb << 20);
+  } catch (const std::invalid_argument& e) {
+    reply(out, r, std::string("MEMLIMIT_ADJUST_FAILED ") + e.what());
+    return;
+  }
+  reply(out, r, "OK");
 }
 
 }  // namespace tiercache::server

@@ -32,6 +32,9 @@ class ReplySink {
   virtual void add(std::string_view bytes) = 0;
   // The value bytes of `h`; the sink keeps the item pinned until they are written.
   virtual void addValue(ReadHandle&& h) = 0;
+  // The sink holds more output than it wants: a long multiget stops at the
+  // next batch boundary (getFrom) until the client has read some.
+  virtual bool full() const { return false; }
 };
 
 // One worker's counters: written by that worker only (relaxed), read by any
@@ -73,6 +76,7 @@ struct ServerState {
   std::atomic<uint64_t> currConnections{0};
   std::atomic<uint64_t> totalConnections{0};
   std::atomic<uint64_t> rejectedConnections{0};
+  std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
   std::atomic<uint32_t> verbosity{0};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
 };
@@ -105,10 +109,16 @@ class CommandHandler {
   bool beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value);
   void finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c);
 
+  // get/gets/gat/gats from key `first` on, in batches of kGetBatch keys (so
+  // a multiget pins at most a batch at once); stops after a batch when
+  // out.full(). Returns the next key to answer, or r.keys.size() once the
+  // closing END is written.
+  static constexpr size_t kGetBatch = 16;
+  size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c);
+
   static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
 
  private:
-  void get(const Request& r, ReplySink& out, WorkerCounters& c);
   void arithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
   void stats(const Request& r, ReplySink& out, WorkerCounters& c);
   // "stats cachedump <class> <limit>" into s; false for bad arguments.
@@ -116,6 +126,7 @@ class CommandHandler {
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
+  void memlimit(const Request& r, ReplySink& out);
 
   Cache& cache_;
   const ServerConfig& config_;

@@ -51,7 +51,7 @@ struct CommandName {
 };
 constexpr uint8_t kAny = 0;
 
-constexpr std::array<CommandName, 24> kCommands = {{
+constexpr std::array<CommandName, 25> kCommands = {{
     {"get", Command::kGet, 2, kAny, false},
     {"gets", Command::kGets, 2, kAny, false},
     {"gat", Command::kGat, 2, kAny, false},
@@ -76,6 +76,7 @@ constexpr std::array<CommandName, 24> kCommands = {{
     {"md", Command::kMetaDelete, 2, kAny, false},
     {"ma", Command::kMetaArithmetic, 2, kAny, false},
     {"mn", Command::kMetaNoop, 1, kAny, false},
+    {"cache_memlimit", Command::kCacheMemlimit, 2, 3, true},
 }};
 
 // memcached's exptime: any whole number (it is compared, never added to a
@@ -328,6 +329,13 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
     case Command::kVerbosity: {
       if (t.size() < 2 || t.size() > 3) return error("ERROR");
       if (!parseU32(t[1], r.verbosity)) return error(kBadFormat);
+      r.noreply = t.size() == 3 && t[2] == "noreply";
+      return {};
+    }
+    case Command::kCacheMemlimit: {
+      // "cache_memlimit <megabytes> [noreply]"; the bounds are the command's (commands.cc).
+      if (t.size() < 2 || t.size() > 3) return error("ERROR");
+      if (!parseU64(t[1], r.memlimitMb)) return error("ERROR");
       r.noreply = t.size() == 3 && t[2] == "noreply";
       return {};
     }

@@ -53,6 +53,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
+  kCacheMemlimit,
 };
 
 // Storage commands carry a value after the line.
@@ -90,6 +91,7 @@ struct Request {
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr
   uint32_t verbosity = 0;
+  uint64_t memlimitMb = 0;   // cache_memlimit
   bool noreply = false;
   std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
   MetaFlags meta;

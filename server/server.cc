@@ -2,8 +2,6 @@
 #include "server.h"
 
 #include <arpa/inet.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
@@ -16,9 +14,12 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
+
+#include "output_queue.h"
 
 namespace tiercache::server {
 
@@ -48,13 +49,25 @@ void logLine(const std::string& line) {
 
 // ---------------------------------------------------------------------------
 // One client connection, owned by one worker thread.
+//
+// I/O per wake-up: one read() into the connection's own input buffer (a
+// second only when the first filled it), every complete request in it is
+// carried out, then the replies go out with one sendmsg. Writability is
+// watched only while the socket is full, reading is paused only while the
+// output is above kOutputHigh, so a steady request/reply exchange costs two
+// system calls and no epoll_ctl.
 
 struct Connection;
 
 class Worker {
  public:
   Worker(Server& server, CommandHandler& handler, const ServerConfig& config, ServerState& state, bool verbose)
-      : server_(server), handler_(handler), config_(config), state_(state), verbose_(verbose) {
+      : server_(server),
+        handler_(handler),
+        config_(config),
+        state_(state),
+        verbose_(verbose),
+        pinBudget_(kPinsPerServer / config.threads) {
     base_ = event_base_new();
     if (base_ == nullptr) throw std::runtime_error("event_base_new failed");
     notify_ = event_new(base_, -1, 0, &Worker::onNotify, this);
@@ -79,22 +92,35 @@ class Worker {
   }
 
   WorkerCounters counters;
+  // Values queued by reference (pinned) on all connections at most: far
+  // below an item's refcount range, so no client pattern can saturate a
+  // count (every value past the budget is copied).
+  static constexpr size_t kPinsPerServer = 1u << 16;
 
  private:
   friend struct Connection;
+  static constexpr size_t kInputInitial = 16 * 1024;
+  static constexpr size_t kInputMax = 2 * kMaxGetLineLength;  // a get line may list keys up to 2 MiB
+  static constexpr size_t kDirectReadMin = 16 * 1024;  // a value part this large is read straight into its item
+
   static void onNotify(int, short, void* self);
   static void onDrainDeadline(int, short, void* self);
+  static void onReadable(int fd, short what, void* arg);
+  static void onWritable(int fd, short what, void* arg);
   void open(int fd, std::string peer);
   void close(Connection* c, const char* why);
   void closeAfterWrite(Connection* c);
-  // Runs the requests complete in c's input, in order.
+  void readAndProcess(Connection* c);
+  // Runs the requests complete in c's input, in order, until more input is
+  // needed, the output is above kOutputHigh (c->paused) or c is closing.
   void process(Connection* c);
-  bool processOne(Connection* c);  // false: wait for more input (or paused/closed)
+  bool processOne(Connection* c);  // false: wait for more input (or closing)
+  bool lineRequest(Connection* c, std::string_view line);
+  // Writes queued output until done or the socket is full; false on a socket error.
+  bool flush(Connection* c);
+  // The last step of every callback: writes, closes, or sets which events c waits for.
+  void settle(Connection* c);
   void finish();
-
-  static void onRead(bufferevent*, void* arg);
-  static void onWrite(bufferevent*, void* arg);
-  static void onEvent(bufferevent*, short what, void* arg);
 
   Server& server_;
   CommandHandler& handler_;
@@ -110,41 +136,51 @@ class Worker {
   std::unordered_set<Connection*> conns_;
   std::atomic<bool> stopping_{false};
   bool draining_ = false;
+  size_t pinsHeld_ = 0;  // values queued by reference on this worker's connections
+  const size_t pinBudget_;
 };
 
 struct Connection final : ReplySink {
-  enum class State : uint8_t { kLine, kValue, kSwallow };
+  enum class State : uint8_t { kLine, kValue, kSwallow, kGet };
   Worker* worker = nullptr;
-  bufferevent* bev = nullptr;
+  int fd = -1;
+  event* readEvent = nullptr;
+  event* writeEvent = nullptr;
   std::string peer;
   State state = State::kLine;
-  std::string line;   // the current request line; req's views point into it
+  // Input: bytes [inStart, inEnd) of in[0, inCap) are read and not yet used.
+  std::unique_ptr<char[]> in;
+  size_t inCap = 0, inStart = 0, inEnd = 0;
+  // A request that outlives one wake-up (a value still arriving, a multiget
+  // paused for output) is parsed again from its own copy of the line, so
+  // req's views do not point into the input buffer, which moves.
+  std::string line;
   Request req;
+  size_t getNext = 0;  // kGet: next key of req to answer
   PendingValue value;  // where a value is being read to
   uint64_t filled = 0;
   uint64_t remaining = 0;  // kSwallow: bytes still to discard
   char trailer[2] = {};
-  bool paused = false;
-  bool closing = false;
-  bool inProcess = false;
+  OutputQueue out;
+  bool reading = false;  // readEvent added
+  bool writing = false;  // writeEvent added
+  bool paused = false;   // output above kOutputHigh: requests wait
+  bool eof = false;      // the client shut down its sending side
+  bool closing = false;  // write what is owed, then close
+  bool failed = false;   // socket error: close now
+  const char* why = "done";
+
+  size_t available() const { return inEnd - inStart; }
 
   void add(std::string_view bytes) override {
-    evbuffer_add(bufferevent_get_output(bev), bytes.data(), bytes.size());
+    out.add(bytes);
     worker->counters.add(worker->counters.bytes_written, bytes.size());
   }
   void addValue(ReadHandle&& h) override {
-    const std::string_view v = h.value();
-    worker->counters.add(worker->counters.bytes_written, v.size());
-    // Large values go out from the item itself, pinned until written.
-    if (v.size() >= 4096) {
-      auto* pinned = new ReadHandle(std::move(h));
-      evbuffer_add_reference(
-          bufferevent_get_output(bev), v.data(), v.size(),
-          [](const void*, size_t, void* extra) { delete static_cast<ReadHandle*>(extra); }, pinned);
-    } else {
-      evbuffer_add(bufferevent_get_output(bev), v.data(), v.size());
-    }
+    worker->counters.add(worker->counters.bytes_written, h.value().size());
+    if (out.addValue(std::move(h), worker->pinsHeld_ < worker->pinBudget_)) ++worker->pinsHeld_;
   }
+  bool full() const override { return out.bytes() > Server::kOutputHigh; }
 };
 
 Worker::~Worker() {
@@ -161,6 +197,7 @@ void Worker::finish() {
   for (auto& [fd, peer] : incoming_) {
     ::close(fd);
     state_.currConnections.fetch_sub(1);
+    server_.connectionClosed();
   }
   incoming_.clear();
 }
@@ -175,7 +212,10 @@ void Worker::onNotify(int, short, void* self) {
   for (auto& [fd, peer] : fds) w->open(fd, std::move(peer));
   if (w->stopping_.load() && !w->draining_) {
     w->draining_ = true;
-    for (Connection* c : std::vector<Connection*>(w->conns_.begin(), w->conns_.end())) w->closeAfterWrite(c);
+    for (Connection* c : std::vector<Connection*>(w->conns_.begin(), w->conns_.end())) {
+      w->closeAfterWrite(c);
+      w->settle(c);
+    }
     if (w->conns_.empty()) {
       event_base_loopexit(w->base_, nullptr);
     } else {
@@ -195,6 +235,7 @@ void Worker::open(int fd, std::string peer) {
   if (draining_) {
     ::close(fd);
     state_.currConnections.fetch_sub(1);
+    server_.connectionClosed();
     return;
   }
   int one = 1;
@@ -202,98 +243,180 @@ void Worker::open(int fd, std::string peer) {
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));  // half-open peers eventually error out
   auto* c = new Connection;
   c->worker = this;
+  c->fd = fd;
   c->peer = std::move(peer);
-  c->bev = bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE);
-  if (c->bev == nullptr) {
-    ::close(fd);
-    delete c;
-    state_.currConnections.fetch_sub(1);
-    return;
-  }
+  c->readEvent = event_new(base_, fd, EV_READ | EV_PERSIST, &Worker::onReadable, c);
+  c->writeEvent = event_new(base_, fd, EV_WRITE | EV_PERSIST, &Worker::onWritable, c);
   conns_.insert(c);
-  bufferevent_setcb(c->bev, &Worker::onRead, &Worker::onWrite, &Worker::onEvent, c);
-  bufferevent_setwatermark(c->bev, EV_WRITE, Server::kOutputLow, 0);
-  if (config_.idle_timeout > 0) {
-    timeval tv{static_cast<time_t>(config_.idle_timeout), 0};
-    bufferevent_set_timeouts(c->bev, &tv, &tv);
-  }
-  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
   if (verbose_) logLine("connection from " + c->peer);
+  settle(c);
 }
 
 void Worker::close(Connection* c, const char* why) {
   if (verbose_) logLine("closing " + c->peer + ": " + why);
   conns_.erase(c);
   c->value = PendingValue();
-  bufferevent_free(c->bev);  // frees queued output, releasing pinned values
+  pinsHeld_ -= c->out.pins();
+  c->out.clear();  // releases pinned values
+  event_free(c->readEvent);
+  event_free(c->writeEvent);
+  ::close(c->fd);
   delete c;
   state_.currConnections.fetch_sub(1);
+  server_.connectionClosed();
   if (draining_ && conns_.empty()) event_base_loopexit(base_, nullptr);
 }
 
-void Worker::closeAfterWrite(Connection* c) {
-  c->closing = true;
-  bufferevent_disable(c->bev, EV_READ);
-  if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
-    if (!c->inProcess) close(c, "done");
+void Worker::closeAfterWrite(Connection* c) { c->closing = true; }
+
+void Worker::settle(Connection* c) {
+  if (!c->failed && !c->out.empty() && !flush(c)) c->failed = true, c->why = "socket error";
+  // A client that shut down its side is owed the replies to what it sent.
+  if (c->eof && !c->paused && c->state != Connection::State::kGet) c->closing = true;
+  if (c->failed || (c->closing && c->out.empty())) {
+    close(c, c->why);
     return;
   }
-  bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);  // onWrite once everything is out
+  timeval idle{static_cast<time_t>(config_.idle_timeout), 0};
+  const timeval* tv = config_.idle_timeout > 0 && !draining_ ? &idle : nullptr;
+  const bool wantWrite = !c->out.empty();
+  if (wantWrite != c->writing) {
+    wantWrite ? event_add(c->writeEvent, tv) : event_del(c->writeEvent);
+    c->writing = wantWrite;
+  }
+  const bool wantRead = !c->closing && !c->paused && !c->eof;
+  if (wantRead != c->reading) {
+    wantRead ? event_add(c->readEvent, tv) : event_del(c->readEvent);
+    c->reading = wantRead;
+  }
 }
 
-void Worker::onRead(bufferevent*, void* arg) {
-  auto* c = static_cast<Connection*>(arg);
-  c->worker->process(c);
+bool Worker::flush(Connection* c) {
+  while (!c->out.empty()) {
+    size_t released = 0;
+    const ssize_t n = c->out.writeTo(c->fd, released);
+    pinsHeld_ -= released;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+  }
+  return true;
 }
 
-void Worker::onWrite(bufferevent* bev, void* arg) {
+void Worker::onReadable(int, short what, void* arg) {
   auto* c = static_cast<Connection*>(arg);
   Worker* w = c->worker;
-  const size_t queued = evbuffer_get_length(bufferevent_get_output(bev));
-  if (c->closing) {
-    if (queued == 0) w->close(c, "done");
+  if (what & EV_TIMEOUT) {
+    w->close(c, "idle timeout");
     return;
   }
-  if (c->paused && queued <= Server::kOutputLow) {
-    c->paused = false;
-    bufferevent_enable(bev, EV_READ);
-    w->process(c);  // requests may be waiting in the input already
-  }
+  w->readAndProcess(c);
+  w->settle(c);
 }
 
-void Worker::onEvent(bufferevent*, short what, void* arg) {
+void Worker::onWritable(int, short what, void* arg) {
   auto* c = static_cast<Connection*>(arg);
-  if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->closing) {
-    // The client is done sending (e.g. shut down its write side after a
-    // pipeline): its requests are answered, so write what it is owed, then close.
-    if (c->worker->verbose_) logLine(c->peer + " finished sending");
-    c->worker->closeAfterWrite(c);
+  Worker* w = c->worker;
+  if (what & EV_TIMEOUT) {
+    w->close(c, "idle timeout");
     return;
   }
-  const char* why = (what & BEV_EVENT_TIMEOUT) ? "idle timeout" : (what & BEV_EVENT_EOF) ? "closed by peer" : "socket error";
-  c->worker->close(c, why);
+  if (!w->flush(c)) {
+    c->failed = true, c->why = "socket error";
+  } else if (c->paused && c->out.bytes() <= Server::kOutputLow) {
+    c->paused = false;
+    w->process(c);  // requests may be waiting in the input already
+  }
+  w->settle(c);
+}
+
+void Worker::readAndProcess(Connection* c) {
+  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed; ++round) {
+    char* to;
+    size_t room;
+    const uint64_t valueLeft =
+        c->state == Connection::State::kValue && c->filled < c->req.valueBytes ? c->req.valueBytes - c->filled : 0;
+    const bool direct = c->available() == 0 && valueLeft >= kDirectReadMin;
+    if (direct) {
+      to = c->value.data() + c->filled;  // straight into the item
+      room = valueLeft;
+    } else {
+      if (c->available() == 0) c->inStart = c->inEnd = 0;
+      if (c->inCap == 0) {
+        c->in.reset(new char[kInputInitial]);
+        c->inCap = kInputInitial;
+      } else if (c->inEnd == c->inCap || c->inCap - c->inEnd < 1024) {
+        if (c->inStart > 0) {
+          std::memmove(c->in.get(), c->in.get() + c->inStart, c->available());
+          c->inEnd -= c->inStart;
+          c->inStart = 0;
+        }
+        if (c->inEnd == c->inCap && c->inCap < kInputMax) {
+          std::unique_ptr<char[]> bigger(new char[c->inCap * 2]);
+          std::memcpy(bigger.get(), c->in.get(), c->inEnd);
+          c->in = std::move(bigger);
+          c->inCap *= 2;
+        }
+      }
+      to = c->in.get() + c->inEnd;
+      room = c->inCap - c->inEnd;
+    }
+    const ssize_t n = ::read(c->fd, to, room);
+    if (n == 0) {
+      if (verbose_) logLine(c->peer + " finished sending");
+      c->eof = true;
+      c->why = "closed by peer";
+      return;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) c->failed = true, c->why = "socket error";
+      return;
+    }
+    counters.add(counters.bytes_read, static_cast<uint64_t>(n));
+    if (direct) {
+      c->filled += static_cast<uint64_t>(n);
+    } else {
+      c->inEnd += static_cast<size_t>(n);
+    }
+    process(c);
+    if (static_cast<size_t>(n) < room) return;  // the socket is drained: no second read to learn EAGAIN
+  }
 }
 
 void Worker::process(Connection* c) {
-  c->inProcess = true;
-  evbuffer* in = bufferevent_get_input(c->bev);
-  counters.add(counters.bytes_read, 0);
-  while (!c->closing && processOne(c)) {
+  while (!c->closing && !c->failed) {
+    // Only between requests (kLine) or a multiget's batches (kGet): a value
+    // in flight is always finished from the bytes already read.
+    const bool boundary = c->state == Connection::State::kLine || c->state == Connection::State::kGet;
+    if (boundary && c->out.bytes() > Server::kOutputHigh) {
+      // A client that does not read its replies stops being read from.
+      if (!flush(c)) {
+        c->failed = true, c->why = "socket error";
+        return;
+      }
+      if (c->out.bytes() > Server::kOutputHigh) {
+        c->paused = true;
+        return;
+      }
+    }
+    if (!processOne(c)) break;
   }
-  (void)in;
-  c->inProcess = false;
-  if (c->closing && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) close(c, "done");
+  // An emptied buffer that grew for a long line goes back to its first size.
+  if (c->available() == 0 && c->inCap > kInputInitial) {
+    c->in.reset();
+    c->inCap = c->inStart = c->inEnd = 0;
+  }
 }
 
 bool Worker::processOne(Connection* c) {
-  evbuffer* in = bufferevent_get_input(c->bev);
-  evbuffer* out = bufferevent_get_output(c->bev);
-  const size_t avail = evbuffer_get_length(in);
+  const size_t avail = c->available();
+  char* const at = c->in.get() + c->inStart;
   switch (c->state) {
     case Connection::State::kSwallow: {
       const size_t n = std::min<uint64_t>(c->remaining, avail);
-      evbuffer_drain(in, n);
-      counters.add(counters.bytes_read, n);
+      c->inStart += n;
       c->remaining -= n;
       if (c->remaining > 0) return false;
       c->state = Connection::State::kLine;
@@ -301,19 +424,19 @@ bool Worker::processOne(Connection* c) {
     }
     case Connection::State::kValue: {
       const uint64_t want = c->req.valueBytes;
+      size_t used = 0;
       if (c->filled < want) {
-        const size_t n = std::min<uint64_t>(want - c->filled, avail);
-        evbuffer_remove(in, c->value.data() + c->filled, n);  // straight into the item
-        c->filled += n;
-        counters.add(counters.bytes_read, n);
-        if (c->filled < want) return false;
+        used = std::min<uint64_t>(want - c->filled, avail);
+        std::memcpy(c->value.data() + c->filled, at, used);  // straight into the item
+        c->filled += used;
+        if (c->filled < want) {
+          c->inStart += used;
+          return false;
+        }
       }
-      while (c->filled < want + 2) {
-        if (evbuffer_get_length(in) == 0) return false;
-        evbuffer_remove(in, &c->trailer[c->filled - want], 1);
-        ++c->filled;
-        counters.add(counters.bytes_read, 1);
-      }
+      while (c->filled < want + 2 && used < avail) c->trailer[c->filled++ - want] = at[used++];
+      c->inStart += used;
+      if (c->filled < want + 2) return false;
       c->state = Connection::State::kLine;
       if (c->trailer[0] != '\r' || c->trailer[1] != '\n') {
         c->value = PendingValue();
@@ -325,41 +448,33 @@ bool Worker::processOne(Connection* c) {
       c->value = PendingValue();
       return true;
     }
+    case Connection::State::kGet:
+      c->getNext = handler_.getFrom(c->req, c->getNext, *c, counters);
+      if (c->getNext == c->req.keys.size()) c->state = Connection::State::kLine;
+      return true;
     case Connection::State::kLine:
       break;
   }
-  // A client that does not read its replies stops being read from.
-  if (evbuffer_get_length(out) > Server::kOutputHigh) {
-    c->paused = true;
-    bufferevent_disable(c->bev, EV_READ);
-    return false;
-  }
-  size_t eolLen = 0;
-  evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eolLen, EVBUFFER_EOL_LF);
-  char start[3] = {};
-  evbuffer_copyout(in, start, sizeof(start));
-  const size_t maxLine = maxLineLength(std::string_view(start, std::min(avail, sizeof(start))));
-  if (eol.pos < 0) {
-    if (avail > maxLine) {
+  const size_t maxLine = maxLineLength(std::string_view(at, std::min<size_t>(avail, 3)));
+  const char* eol = avail > 0 ? static_cast<const char*>(std::memchr(at, '\n', avail)) : nullptr;
+  if (eol == nullptr || static_cast<size_t>(eol - at) > maxLine) {
+    if (eol != nullptr || avail > maxLine) {
       counters.add(counters.protocol_errors);
       c->add("CLIENT_ERROR line too long\r\n");
+      c->inStart = c->inEnd;
       closeAfterWrite(c);
     }
     return false;
   }
-  const size_t lineLen = static_cast<size_t>(eol.pos);
-  if (lineLen > maxLine) {
-    counters.add(counters.protocol_errors);
-    c->add("CLIENT_ERROR line too long\r\n");
-    closeAfterWrite(c);
-    return false;
-  }
-  c->line.resize(lineLen);
-  evbuffer_remove(in, c->line.data(), lineLen);
-  evbuffer_drain(in, eolLen);
-  counters.add(counters.bytes_read, lineLen + eolLen);
+  const size_t lineLen = static_cast<size_t>(eol - at);
+  c->inStart += lineLen + 1;
+  return lineRequest(c, std::string_view(at, lineLen));
+}
 
-  ParseResult p = parseLine(c->line, c->req, ParseOptions{config_.strict_keys});
+// One request line, its bytes still in the input buffer (valid until the
+// next read). Returns false when the connection is to close.
+bool Worker::lineRequest(Connection* c, std::string_view line) {
+  ParseResult p = parseLine(line, c->req, ParseOptions{config_.strict_keys});
   if (p.status == ParseResult::kError) {
     counters.add(counters.protocol_errors);
     if (verbose_) logLine(c->peer + ": " + std::string(p.error));
@@ -373,14 +488,30 @@ bool Worker::processOne(Connection* c) {
     }
     return true;
   }
-  if (isStorage(c->req.command)) {
+  const Command cmd = c->req.command;
+  if (isStorage(cmd)) {
     c->value = PendingValue();
     if (!handler_.beginStore(c->req, *c, counters, c->value)) {
       c->state = Connection::State::kSwallow;
       c->remaining = c->req.valueBytes + 2;
-    } else {
-      c->state = Connection::State::kValue;
-      c->filled = 0;
+      return true;
+    }
+    c->filled = 0;
+    c->state = Connection::State::kValue;
+    if (c->available() < c->req.valueBytes + 2) {
+      // The value arrives over later reads: keep the line.
+      c->line.assign(line);
+      parseLine(c->line, c->req);
+    }
+    return true;
+  }
+  if (cmd == Command::kGet || cmd == Command::kGets || cmd == Command::kGat || cmd == Command::kGats) {
+    c->getNext = handler_.getFrom(c->req, 0, *c, counters);
+    if (c->getNext < c->req.keys.size()) {
+      // The output filled up mid-multiget: the rest waits for the client to read.
+      c->line.assign(line);
+      parseLine(c->line, c->req);
+      c->state = Connection::State::kGet;
     }
     return true;
   }
@@ -403,6 +534,7 @@ Server::Server(Cache& cache, const ServerConfig& config, bool verbose)
   base_ = event_base_new();
   if (base_ == nullptr) throw std::runtime_error("event_base_new failed");
   stopEvent_ = event_new(base_, -1, 0, &Server::onStop, this);
+  acceptResume_ = evtimer_new(base_, &Server::onAcceptResume, this);
   for (uint32_t i = 0; i < config_.threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(*this, *handler_, config_, state_, verbose_));
     state_.workers.push_back(&workers_.back()->counters);
@@ -418,6 +550,7 @@ Server::~Server() {
   if (listener_) evconnlistener_free(listener_);
   for (event* e : signalEvents_) event_free(e);
   if (stopEvent_) event_free(stopEvent_);
+  if (acceptResume_) event_free(acceptResume_);
   if (base_) event_base_free(base_);
 }
 
@@ -457,6 +590,7 @@ uint16_t Server::listen() {
     ::close(fd);
     throw std::runtime_error("evconnlistener_new failed for " + where);
   }
+  evconnlistener_set_error_cb(listener_, &Server::onAcceptError);
   config_.port = port;
   return port;
 }
@@ -477,6 +611,34 @@ void Server::onAccept(evconnlistener*, int fd, sockaddr* sa, int, void* self) {
   s->state_.totalConnections.fetch_add(1);
   evutil_make_socket_nonblocking(fd);
   s->workers_[s->nextWorker_++ % s->workers_.size()]->give(fd, std::move(peer));
+}
+
+void Server::onAcceptError(evconnlistener* listener, void* self) {
+  auto* s = static_cast<Server*>(self);
+  const int e = EVUTIL_SOCKET_ERROR();
+  if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM) {
+    if (s->verbose_) logLine(std::string("accept: ") + strerror(e));
+    return;
+  }
+  // The waiting connection keeps the listener readable: accepting again at
+  // once would spin. Wait for a descriptor to be freed, or a while.
+  evconnlistener_disable(listener);
+  s->acceptPaused_.store(true);
+  s->state_.listenDisabled.fetch_add(1);
+  if (s->verbose_) logLine(std::string("accept: ") + strerror(e) + "; not accepting for now");
+  timeval tv{0, Server::kAcceptRetryMs * 1000};
+  evtimer_add(s->acceptResume_, &tv);
+}
+
+void Server::onAcceptResume(int, short, void* self) {
+  auto* s = static_cast<Server*>(self);
+  if (!s->acceptPaused_.exchange(false) || s->listener_ == nullptr) return;
+  evtimer_del(s->acceptResume_);
+  evconnlistener_enable(s->listener_);
+}
+
+void Server::connectionClosed() {
+  if (acceptPaused_.load(std::memory_order_relaxed)) event_active(acceptResume_, EV_TIMEOUT, 0);
 }
 
 void Server::run(bool handleSignals) {

@@ -7,11 +7,26 @@
 // are parsed (protocol.h) and carried out (commands.h) on the worker, in
 // the order they arrived; pipelined replies go out in the same order.
 //
+// I/O: each connection is a nonblocking socket with a read event on its
+// worker's loop (no bufferevent). A wake-up reads once into the
+// connection's own buffer, carries out every complete request in it and
+// sends the replies with one sendmsg; the write event is added only while
+// the socket is full.
+//
 // Bounds per connection: a request line is at most kMaxLineLength bytes; a
 // value is read straight into the item allocated for it, and one above
 // max_item_size is discarded as it arrives; when a client does not read its
-// replies, reading from it pauses once kOutputHigh bytes are queued (so a
-// slow client costs a bounded amount of memory and no other client waits).
+// replies, requests stop being carried out (and the socket read) once
+// kOutputHigh bytes are queued, even inside a multiget, which goes on from
+// the next key once the output is down to kOutputLow (so a slow client costs
+// a bounded amount of memory and no other client waits). Values of 4 KiB
+// and more may be queued by reference to their pinned items, at most
+// OutputQueue::kMaxPins per connection and a fixed budget per server.
+//
+// Accepting: when accept() fails for want of descriptors (EMFILE, ENFILE)
+// or memory, the listener is disabled until a connection closes or
+// kAcceptRetryMs pass (stats: listen_disabled_num), instead of being woken
+// again at once by the connection still waiting.
 //
 // Stopping (stop(), SIGTERM, SIGINT): the listener closes first; each
 // connection stops reading, its queued replies are written, then it is
@@ -44,6 +59,7 @@ class Server {
   static constexpr size_t kOutputHigh = 4u << 20;  // pause reading above this many queued reply bytes
   static constexpr size_t kOutputLow = 1u << 20;   // resume once drained below this
   static constexpr int kDrainSeconds = 5;
+  static constexpr int kAcceptRetryMs = 100;
 
   // verbose: log connections and errors to stderr (-v).
   Server(Cache& cache, const ServerConfig& config, bool verbose);
@@ -60,9 +76,13 @@ class Server {
   void stop();
 
   ServerState& state() { return state_; }
+  // From any worker: a descriptor was freed, so a paused listener may accept again.
+  void connectionClosed();
 
  private:
   static void onAccept(evconnlistener*, int fd, ::sockaddr*, int, void* self);
+  static void onAcceptError(evconnlistener*, void* self);
+  static void onAcceptResume(int, short, void* self);
   static void onStop(int, short, void* self);
 
   Cache& cache_;
@@ -73,6 +93,8 @@ class Server {
   event_base* base_ = nullptr;
   evconnlistener* listener_ = nullptr;
   event* stopEvent_ = nullptr;
+  event* acceptResume_ = nullptr;  // timer, or made active by connectionClosed()
+  std::atomic<bool> acceptPaused_{false};
   std::vector<event*> signalEvents_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t nextWorker_ = 0;

@@ -49,6 +49,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("curr_connections", state_.currConnections.load());
     stat("total_connections", state_.totalConnections.load());
     stat("rejected_connections", state_.rejectedConnections.load());
+    stat("listen_disabled_num", state_.listenDisabled.load());
 #define TIERCACHE_SUM_COUNTER(name, help)                                              \
   {                                                                                      \
     uint64_t sum = 0;                                                                    \
@@ -58,7 +59,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
 #undef TIERCACHE_SUM_COUNTER
     uint64_t limit = 0;
-    for (const TierStats& t : cs.tiers) limit += t.configured_bytes;
+    for (const TierStats& t : cs.tiers) limit += t.limit_bytes;
     stat("limit_maxbytes", limit);
     stat("threads", static_cast<uint64_t>(config_.threads));
     stat("curr_items", cs.items);
@@ -100,6 +101,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
       stat(p + "kind", t.kind);
       stat(p + "persistent", t.persistent ? "yes" : "no");
       stat(p + "bytes", t.configured_bytes);
+      stat(p + "limit_bytes", t.limit_bytes);
       stat(p + "slabs_total", t.slabs_total);
       stat(p + "slabs_used", t.slabs_used);
       stat(p + "items", t.items);

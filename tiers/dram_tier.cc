@@ -55,4 +55,9 @@ std::string DramTier::describe() const {
   return out + "NOT bound to node " + nodeListString(nodes_) + " (advisory binding failed)";
 }
 
+bool DramTier::discard(uint64_t offset, uint64_t len) {
+  if (offset > size_ || len > size_ - offset) return false;
+  return madvise(base_ + offset, len, MADV_DONTNEED) == 0;  // private anonymous: reads as zero afterwards
+}
+
 }  // namespace tiercache

@@ -35,6 +35,7 @@ class DramTier final : public MemoryTier {
   TierKind kind() const override { return TierKind::kDram; }
   const std::string& name() const override { return name_; }
   std::string describe() const override;
+  bool discard(uint64_t offset, uint64_t len) override;
 
   const std::vector<unsigned>& nodes() const { return nodes_; }
   BindPolicy bindPolicy() const { return policy_; }

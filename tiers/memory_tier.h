@@ -22,6 +22,9 @@
 //     tier's pool keeps beside its slab area (slab records, the clean flag,
 //     the commit key) is a separate interface, PoolRecords (pool_records.h),
 //     which only the cache's persistence part and slab allocators use.
+//   - discard(offset, len) gives the pages of that range (whole slabs, out
+//     of use) back to the OS, where the backend can; they read as zero when
+//     used again. A backend that cannot returns false and keeps them.
 //   - Destruction unmaps and releases everything the tier took.
 #pragma once
 
@@ -58,6 +61,7 @@ class MemoryTier {
   virtual std::string describe() const = 0;
   virtual bool persistent() const { return false; }
   virtual void persist(const void* /*addr*/, size_t /*len*/) const {}
+  virtual bool discard(uint64_t /*offset*/, uint64_t /*len*/) { return false; }
 };
 
 // How a persistent tier's pool is opened (a volatile tier ignores it).

@@ -29,7 +29,7 @@ def base_config(**server):
 
 
 class Server:
-    def __init__(self, args=(), config=None, **server_opts):
+    def __init__(self, args=(), config=None, preexec_fn=None, **server_opts):
         self.tmp = tempfile.TemporaryDirectory(prefix="tiercache-server-test-")
         cfg = config if config is not None else base_config(**server_opts)
         self.config_path = os.path.join(self.tmp.name, "server.json")
@@ -38,7 +38,8 @@ class Server:
         self.stderr_path = os.path.join(self.tmp.name, "stderr.log")
         self.stderr = open(self.stderr_path, "w")
         cmd = [SERVER, "--config", self.config_path, "-p", "0", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+                                     preexec_fn=preexec_fn)
         line = self._readline(timeout=30)
         m = re.search(r"port (\d+)", line or "")
         if not m:
@@ -108,6 +109,21 @@ def recv_until(sock, terminator, limit=64 << 20, timeout=10):
 def request(sock, payload, terminator=b"\r\n", timeout=10):
     sock.sendall(payload)
     return recv_until(sock, terminator, timeout=timeout)
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time of a process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for %d" % pid)
 
 
 def wait_for(pred, timeout=10, step=0.05):

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Server CPU per request and throughput of tiercache-server against
+# memcached, driven by a client that is not tiercache's own: memcaslap
+# (libmemcached-tools). One server thread each, 50 connections, 512-byte
+# values, 1 set : 10 gets; runs alternate (tiercache, memcached, ...) and
+# the medians and their ratios are printed.
+#
+#   scripts/server-cpu-vs-memcached.sh [ROUNDS]      (default 5 rounds per dataset)
+#
+# Datasets (memcaslap's key space is connections x window keys):
+#   fits   about half the DRAM budget;
+#   4x     four times the DRAM budget: tiercache gets DRAM plus an emulated-PMEM
+#          tier (a file on /dev/shm) of 4x DRAM, memcached the same DRAM, so it
+#          misses more; the hit ratio is printed beside the throughput.
+# CPU per request = server utime+stime (/proc/PID/stat) over the measured run
+# / requests served (stats cmd_get + cmd_set over the same run).
+# With STRACE=1 a last run per server and dataset attaches `strace -c -f` and
+# prints system calls per request (strace slows the server: its throughput
+# is not a result).
+# Env: DRAM_MB (64), SECONDS_PER_RUN (10), WARMUP_SECONDS (4), CONNECTIONS (50),
+# VALUE_SIZE (512), KEY_SIZE (64), TIERCACHE_SERVER, MEMCACHED, MEMCASLAP,
+# LOCK (a file to hold with flock -x for each round, e.g. /tmp/tc-cpu.lock).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rounds="${1:-5}"
+dram_mb="${DRAM_MB:-64}"
+secs="${SECONDS_PER_RUN:-10}"
+warm="${WARMUP_SECONDS:-4}"
+conns="${CONNECTIONS:-50}"
+vsize="${VALUE_SIZE:-512}"
+ksize="${KEY_SIZE:-64}"
+tc_bin="${TIERCACHE_SERVER:-$root/build/tools/tiercache-server}"
+mc_bin="${MEMCACHED:-/usr/bin/memcached}"
+slap="${MEMCASLAP:-/usr/bin/memcaslap}"
+lock="${LOCK:-}"
+for b in "$tc_bin" "$mc_bin" "$slap"; do
+  [[ -x "$b" ]] || { echo "server-cpu-vs-memcached: $b missing (build tiercache-server; apt-get install memcached libmemcached-tools)" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/tiercache-cpu-vs-memcached.XXXXXX)
+pid=""
+cleanup() {
+  [[ -n "$pid" ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Window keys per connection: item ~ 48 B header + key + value on both servers.
+item_bytes=$((vsize + ksize + 64))
+fits_win=$((dram_mb * 1048576 / 2 / item_bytes / conns))
+big_win=$((dram_mb * 1048576 * 4 / item_bytes / conns))
+cat >"$work/slap.cfg" <<CFG
+key
+$ksize $ksize 1
+value
+$vsize $vsize 1
+cmd
+0 0.0909
+1 0.9091
+CFG
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# stats PORT -> "cmd_get cmd_set get_hits"
+stats() {
+  /usr/bin/python3 - "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"stats\r\n")
+d = b""
+while not d.endswith(b"END\r\n"):
+    c = s.recv(65536)
+    if not c:
+        break
+    d += c
+st = dict(l.split()[1:3] for l in d.decode().splitlines() if l.startswith("STAT"))
+print(st["cmd_get"], st["cmd_set"], st["get_hits"])
+PY
+}
+wait_port() {
+  for _ in $(seq 100); do
+    /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),timeout=1).close()" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "server-cpu-vs-memcached: nothing listens on $1" >&2; return 1
+}
+
+tiercache_config() {  # tiercache_config PMEM_MB
+  local pmem=""
+  [[ "$1" -gt 0 ]] && pmem=", {\"name\": \"pmem\", \"kind\": \"pmem-file\", \"size\": \"$1MiB\", \"path\": \"/dev/shm\"}"
+  cat >"$work/tc.json" <<JSON
+{
+  "slab_size": "1MiB",
+  "tiers": [{"name": "dram", "kind": "dram", "size": "${dram_mb}MiB"}$pmem],
+  "allocation": {"min_size": 64, "max_size": "1MiB", "growth_factor": 1.25},
+  "index": {"bucket_power": 21},
+  "background_eviction": {"enabled": true, "threads": 1},
+  "promotion": {"enabled": $([[ "$1" -gt 0 ]] && echo true || echo false), "hits": 2},
+  "server": {"threads": 1, "max_item_size": "512KiB", "max_conns": 1024}
+}
+JSON
+}
+
+start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
+  port=$(free_port)
+  if [[ "$1" == tiercache ]]; then
+    tiercache_config "$2"
+    "$tc_bin" --config "$work/tc.json" -p "$port" -t 1 >"$work/server.log" 2>&1 &
+  else
+    local as_user=()
+    [[ $EUID -eq 0 ]] && as_user=(-u root)  # memcached refuses root unless told which user to be
+    "$mc_bin" "${as_user[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$dram_mb" -t 1 -c 1024 >"$work/server.log" 2>&1 &
+  fi
+  pid=$!
+  wait_port "$port" || { cat "$work/server.log" >&2; exit 1; }
+}
+stop_server() { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
+
+slap_run() {  # slap_run WINDOW SECONDS -> memcaslap's last line
+  "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "$1" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
+}
+
+run() {  # run NAME DATASET WINDOW PMEM_MB -> a result line
+  start_server "$1" "$4"
+  slap_run "$3" "$warm" >/dev/null  # fills the window's keys
+  local t0 t1 s0 s1 out
+  read -r -a s0 <<<"$(stats "$port")"
+  t0=$(cpu_ticks "$pid")
+  out=$(slap_run "$3" "$secs")
+  t1=$(cpu_ticks "$pid")
+  read -r -a s1 <<<"$(stats "$port")"
+  stop_server
+  local gets=$((s1[0] - s0[0])) sets=$((s1[1] - s0[1])) hits=$((s1[2] - s0[2]))
+  local tps
+  tps=$(sed -E 's/.*TPS: ([0-9]+).*/\1/' <<<"$out")
+  awk -v w="$2" -v s="$1" -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" \
+    'BEGIN { n = g + st; printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f\n", w, s, tps, n, (g ? h / g : 0), d / hz * 1e6 / n }'
+}
+
+syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loaded run
+  command -v strace >/dev/null || { echo "strace missing (apt-get install strace)" >&2; return 0; }
+  start_server "$1" "$4"
+  slap_run "$3" "$warm" >/dev/null
+  local s0 s1
+  read -r -a s0 <<<"$(stats "$port")"
+  strace -c -f -p "$pid" -o "$work/strace.txt" &
+  local spid=$!
+  sleep 0.5
+  slap_run "$3" 5 >/dev/null
+  kill -INT "$spid"; wait "$spid" 2>/dev/null || true
+  read -r -a s1 <<<"$(stats "$port")"
+  stop_server
+  local n=$(((s1[0] - s0[0]) + (s1[1] - s0[1])))
+  echo "=== $2 $1: system calls per request ($n requests under strace)"
+  awk -v n="$n" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" { printf "  %-14s %.3f\n", $NF, $4 / n; t += $4 }
+                 END { printf "  %-14s %.3f\n", "all", t / n }' "$work/strace.txt"
+}
+
+echo "=== server-cpu-vs-memcached: memcaslap, DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
+     "${ksize} B keys, ${vsize} B values, 1:10 set:get, ${secs} s per run after ${warm} s warm-up, ${rounds} alternating rounds"
+echo "=== fits: ${conns} x ${fits_win} keys; 4x: ${conns} x ${big_win} keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier)"
+results="$work/results.txt"
+for r in $(seq "$rounds"); do
+  [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
+  run tiercache fits "$fits_win" 0 | tee -a "$results"
+  run memcached fits "$fits_win" 0 | tee -a "$results"
+  run tiercache 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
+  run memcached 4x "$big_win" 0 | tee -a "$results"
+  [[ -n "$lock" ]] && exec 9>&-
+done
+
+echo "=== medians and ratios (tiercache / memcached)"
+for w in fits 4x; do
+  /usr/bin/python3 - "$results" "$w" <<'PY'
+import statistics, sys
+rows = [dict(kv.split("=", 1) for kv in line.split()[2:]) | {"w": line.split()[0], "s": line.split()[1]}
+        for line in open(sys.argv[1]) if line.strip()]
+w = sys.argv[2]
+def med(server, key):
+    return statistics.median(float(r[key]) for r in rows if r["w"] == w and r["s"] == server)
+tc, mc = med("tiercache", "ops_per_sec"), med("memcached", "ops_per_sec")
+print("%-5s throughput: tiercache %.0f ops/s, memcached %.0f ops/s, ratio %.3fx" % (w, tc, mc, tc / mc))
+print("%-5s hit ratio:  tiercache %.4f, memcached %.4f" % (w, med("tiercache", "hit_ratio"), med("memcached", "hit_ratio")))
+ct, cm = med("tiercache", "server_cpu_us_per_request"), med("memcached", "server_cpu_us_per_request")
+print("%-5s server CPU per request: tiercache %.2f us, memcached %.2f us, ratio %.3fx" % (w, ct, cm, ct / cm))
+PY
+done
+
+if [[ "${STRACE:-0}" == 1 ]]; then
+  [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
+  for w in fits 4x; do
+    win=$fits_win pm=0
+    [[ $w == 4x ]] && win=$big_win pm=$((dram_mb * 4))
+    syscalls tiercache "$w" "$win" "$pm"
+    syscalls memcached "$w" "$win" 0
+  done
+fi
