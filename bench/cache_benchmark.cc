@@ -6,6 +6,9 @@
 // LRU order holding std::string values, evicting by the same byte budget as
 // the cache's DRAM tier (key + value + an estimate of the node overhead).
 //
+// BM_FindHit also runs two plain maps (no cache: see PlainMapReadImpl),
+// the hit path's yardstick.
+//
 // Names read BM_<Op>/<impl>/real_time/threads:<n>; bench/ratios.py turns the
 // JSON output into tiercache/baseline ratios. Fixtures are built once per
 // process (outside every timed loop) and shared by the thread counts:
@@ -20,6 +23,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -217,6 +221,59 @@ struct BaselineImpl {
   }
 };
 
+// The plain-map read baselines of BM_FindHit: what a lookup costs with no
+// cache around it, the yardstick of the hit path (docs/design.md, "The hit
+// path"). Neither evicts, counts or orders anything; find() reads the value's
+// first byte, as the others do. The fixture fills them before any timed loop.
+//   plain-map-read:        one std::unordered_map<std::string, std::string>,
+//                          read-only and unlocked: nothing written per read.
+//   plain-map-shared-lock: 1024 such maps, each read under its own
+//                          std::shared_mutex (a reader-count write per read),
+//                          as a concurrent server would guard a map that
+//                          also takes writes; the cache's index has 1024
+//                          lock stripes by default.
+using PlainMap = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
+
+struct PlainMapReadImpl {
+  static constexpr const char* kName = "plain-map-read";
+  PlainMap map;
+  bool find(std::string_view key) {
+    auto it = map.find(key);
+    if (it == map.end()) return false;
+    benchmark::DoNotOptimize(it->second[0]);
+    return true;
+  }
+  bool set(std::string_view key, std::string_view value) {  // fixture only: never concurrent with find
+    map.insert_or_assign(std::string(key), std::string(value));
+    return true;
+  }
+};
+
+struct PlainMapSharedLockImpl {
+  static constexpr const char* kName = "plain-map-shared-lock";
+  static constexpr size_t kShards = 1024;
+  struct alignas(64) Shard {
+    std::shared_mutex mu;
+    PlainMap map;
+  };
+  std::unique_ptr<Shard[]> shards{new Shard[kShards]};
+  Shard& shardOf(std::string_view key) { return shards[StringHash{}(key) % kShards]; }
+  bool find(std::string_view key) {
+    Shard& s = shardOf(key);
+    std::shared_lock lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return false;
+    benchmark::DoNotOptimize(it->second[0]);
+    return true;
+  }
+  bool set(std::string_view key, std::string_view value) {
+    Shard& s = shardOf(key);
+    std::unique_lock lock(s.mu);
+    s.map.insert_or_assign(std::string(key), std::string(value));
+    return true;
+  }
+};
+
 template <class Impl>
 Impl& readFixture() {
   static Impl* impl = [] {
@@ -336,6 +393,16 @@ void registerPair(const char* op) {
   }
 }
 
+// The plain maps run FindHit only (they have no write path to compare).
+template <class Impl>
+void registerFindHitOnly() {
+  auto* b = benchmark::RegisterBenchmark((std::string("BM_FindHit/") + Impl::kName).c_str(), BM_FindHit<Impl>)
+                ->Threads(1)
+                ->Threads(2)
+                ->UseRealTime();
+  if (gIterations > 0) b->Iterations(gIterations);
+}
+
 // ---------------------------------------------------------------------------
 // Batched lookups: 16 keys per call through findMany against 16 single
 // finds, both on tiercache, 1 thread, over a table far larger than the L3
@@ -421,6 +488,8 @@ int main(int argc, char** argv) {
   }
   argc = kept;
   registerPair<FindHit>("FindHit");
+  registerFindHitOnly<PlainMapReadImpl>();
+  registerFindHitOnly<PlainMapSharedLockImpl>();
   registerPair<FindMiss>("FindMiss");
   registerPair<Set>("Set");
   registerPair<AllocateInsert>("AllocateInsert");

@@ -9,7 +9,8 @@
 //   - add/remove/evict take the policy's own list lock (one per class).
 //   - recordAccess is the hit path: it may skip work under contention and
 //     must never block for long (CLOCK and S3-FIFO take no lock at all, one
-//     relaxed atomic on the hook; W-TinyLFU adds a lock-free sketch update;
+//     relaxed atomic on the hook; W-TinyLFU adds a sketch count buffered
+//     in the thread's own stripe, read_buffer.h, applied under try_lock;
 //     LRU queues a move at most once per refresh interval, and applies the
 //     queue itself only with try_lock when it is full).
 //     It must never wait for a lock: an in-place rewrite calls it holding

@@ -50,22 +50,41 @@ size_t WTinyLfuPolicy::windowTarget(size_t members) const {
   return std::max<size_t>(1, members * perMille / 1000);
 }
 
+void WTinyLfuPolicy::applyOwnHitsLocked() const {
+  FrequencySketch& sketch = *sketch_.load(std::memory_order_relaxed);
+  hits_.drainOwn([&](uint64_t hash) { sketch.increment(hash); });
+}
+
+void WTinyLfuPolicy::applyAllHitsLocked() const {
+  FrequencySketch& sketch = *sketch_.load(std::memory_order_relaxed);
+  hits_.drainAll([&](uint64_t hash) { sketch.increment(hash); });
+}
+
 void WTinyLfuPolicy::growSketchLocked() {
   const size_t members = window_.size() + probation_.size() + protected_.size();
   if (members <= sketches_.back()->capacity()) return;
+  // The hits recorded so far belong to the sketch that was current then.
+  applyAllHitsLocked();
   sketches_.push_back(std::make_unique<FrequencySketch>(members * kSketchPerMember, kSampleFactor));
   sketch_.store(sketches_.back().get(), std::memory_order_release);
 }
 
+// add, addAndRemove and replace apply the caller's buffered hits before
+// their own increment, so that one thread's increments reach the sketch in
+// the order of its calls.
 void WTinyLfuPolicy::add(uint32_t ref) {
-  sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(ref));
+  const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyOwnHitsLocked();
+  sketch_.load(std::memory_order_relaxed)->increment(hash);
   addLocked(ref);
 }
 
 bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
-  sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(newRef));
+  const uint64_t hash = r_.keyHash(newRef);
   std::lock_guard<AdaptiveMutex> g(lock_);
+  applyOwnHitsLocked();
+  sketch_.load(std::memory_order_relaxed)->increment(hash);
   addLocked(newRef);
   return removeLocked(oldRef);
 }
@@ -75,6 +94,7 @@ bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   bool count = true;
   {
     std::lock_guard<AdaptiveMutex> g(lock_);
+    applyOwnHitsLocked();
     EvictionHook& o = r_.hook(oldRef);
     const uint32_t m = o.meta.load(std::memory_order_relaxed);
     member = (m & EvictionHook::kInList) != 0;
@@ -142,11 +162,37 @@ void WTinyLfuPolicy::onAccess(uint32_t ref, EvictionHook& hook) {
   // and drowns the window's candidates; and repeated hits cost one load.
   if (m & EvictionHook::kAccessed) return;
   meta.fetch_or(EvictionHook::kAccessed, std::memory_order_relaxed);
-  sketch_.load(std::memory_order_acquire)->increment(r_.keyHash(ref));
+  recordHit(r_.keyHash(ref));
+}
+
+void WTinyLfuPolicy::recordHit(uint64_t keyHash) {
+  switch (hits_.push(keyHash)) {
+    case ReadBuffer::Push::kQueued:
+      return;
+    case ReadBuffer::Push::kNoStripe:
+      // A thread past the buffer's stripes: the sketch is lock-free.
+      sketch_.load(std::memory_order_acquire)->increment(keyHash);
+      return;
+    case ReadBuffer::Push::kFull: {
+      // Never wait: a busy lock means another thread is in the policy, and
+      // evict() applies every stripe; this one hit is dropped.
+      std::unique_lock<AdaptiveMutex> g(lock_, std::try_to_lock);
+      if (!g.owns_lock()) {
+        droppedHits_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      applyOwnHitsLocked();
+      sketch_.load(std::memory_order_relaxed)->increment(keyHash);
+      return;
+    }
+  }
 }
 
 uint32_t WTinyLfuPolicy::estimate(uint32_t ref) const {
-  return sketch_.load(std::memory_order_acquire)->estimate(r_.keyHash(ref));
+  const uint64_t hash = r_.keyHash(ref);
+  std::lock_guard<AdaptiveMutex> g(lock_);
+  applyAllHitsLocked();
+  return sketch_.load(std::memory_order_relaxed)->estimate(hash);
 }
 
 uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
@@ -178,6 +224,8 @@ uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
 
 size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
   std::lock_guard<AdaptiveMutex> g(lock_);
+  // The sketch decides admissions: every hit buffered so far counts.
+  applyAllHitsLocked();
   FrequencySketch& sketch = *sketch_.load(std::memory_order_relaxed);
   if (signal_) {
     const uint32_t agings = signal_->agings.load(std::memory_order_relaxed);
@@ -279,7 +327,7 @@ size_t WTinyLfuPolicy::metadataBytes() const {
   std::lock_guard<AdaptiveMutex> g(lock_);
   size_t n = 0;
   for (const auto& s : sketches_) n += s->bytes();
-  return n;
+  return n + hits_.bytes();
 }
 
 bool WTinyLfuPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {

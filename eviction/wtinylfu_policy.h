@@ -9,9 +9,18 @@
 // tail moves to `protected` (<= 80% of main), whose overflow goes back to
 // probation.
 //
-// Hit path, no lock: the hook's kAccessed bit (set once, like CLOCK) and,
-// when the bit was clear, a lock-free sketch increment of the key hash (so
-// the sketch counts passes with a hit, not hits; repeated hits are a load). The LRU orders of window and
+// Hit path, no lock and no shared line: the hook's kAccessed bit (set once,
+// like CLOCK; the item's own line, which the hit's pin writes anyway) and,
+// when the bit was clear, the key hash appended to the thread's stripe of a
+// ReadBuffer (read_buffer.h); so the sketch counts passes with a hit, not
+// hits, and repeated hits are a load. The buffered hashes reach the sketch
+// in batches under the policy lock: a full stripe is applied by its thread
+// if the lock is free (else that hit is dropped: lossy only under
+// contention), and every holder of the lock that reads or grows the sketch
+// applies the buffers first (evict: every stripe; add and replace: the
+// caller's own stripe, before its own increment), so with one thread the
+// sketch sees exactly the increments, in the order, it saw before the
+// buffer. The LRU orders of window and
 // protected are approximated by second chances at eviction time (an accessed
 // tail item goes back to the head), which is what keeps hits lock-free.
 //
@@ -32,6 +41,7 @@
 #include "eviction_policy.h"
 #include "frequency_sketch.h"
 #include "intrusive_list.h"
+#include "read_buffer.h"
 
 namespace tiercache {
 
@@ -62,12 +72,22 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
   size_t metadataBytes() const override;
 
-  // Frequency estimate of a member's key (tests, diagnostics).
+  // Frequency estimate of a member's key (tests, diagnostics); applies the
+  // buffered hits first.
   uint32_t estimate(uint32_t ref) const;
   size_t windowSize() const;
+  // Hits buffered and not yet in the sketch; hits dropped because a full
+  // stripe found the lock busy (tests, diagnostics).
+  size_t pendingHits() const { return hits_.pending(); }
+  uint64_t droppedHits() const { return droppedHits_.load(std::memory_order_relaxed); }
 
  private:
   void onAccess(uint32_t ref, EvictionHook& hook) override;
+  // A hit's sketch increment, through the caller's stripe (see above).
+  void recordHit(uint64_t keyHash);
+  // lock_ held: the buffered hits into the current sketch.
+  void applyOwnHitsLocked() const;
+  void applyAllHitsLocked() const;
   bool removeLocked(uint32_t ref);  // lock_ held
   void addLocked(uint32_t ref);     // lock_ held; the sketch already counted it
   IntrusiveList& listOf(uint32_t meta);
@@ -88,6 +108,8 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   IntrusiveList protected_;
   std::atomic<FrequencySketch*> sketch_;
   std::vector<std::unique_ptr<FrequencySketch>> sketches_;  // all made; the last is current
+  mutable ReadBuffer hits_;                                 // key hashes of hits, for the sketch
+  std::atomic<uint64_t> droppedHits_{0};                    // written only when a hit is dropped
 };
 
 }  // namespace tiercache
