@@ -11,23 +11,21 @@
 
 namespace tiercache {
 
-AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
-                         ItemPersistence* persistence)
+AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table, ItemPersistence* persistence)
     : table_(table),
       persistence_(persistence),
       mask_((uint64_t{1} << bucketPower) - 1),
       stripeMask_((uint64_t{1} << std::min(lockPower, bucketPower)) - 1),
-      buckets_(static_cast<uint32_t*>(mapHugeAnonymous((mask_ + 1) * sizeof(uint32_t)))),
+      buckets_(static_cast<unsigned char*>(mapHugeAnonymous((mask_ + 1) * kBucketBytes))),
       stripes_(new Stripe[stripeMask_ + 1]) {
   if (!buckets_) throw std::bad_alloc();
-  std::fill_n(buckets_, mask_ + 1, CompressedRef::kNull);
+  static_assert(CompressedRef::kNull == (uint64_t{1} << (8 * kBucketBytes)) - 1);
+  std::memset(buckets_, 0xFF, (mask_ + 1) * kBucketBytes);  // every bucket kNull
 }
 
-AccessIndex::~AccessIndex() { munmap(buckets_, (mask_ + 1) * sizeof(uint32_t)); }
+AccessIndex::~AccessIndex() { munmap(buckets_, (mask_ + 1) * kBucketBytes); }
 
-uint64_t AccessIndex::metadataBytes() const {
-  return (mask_ + 1) * sizeof(uint32_t) + (stripeMask_ + 1) * sizeof(Stripe);
-}
+uint64_t AccessIndex::metadataBytes() const { return (mask_ + 1) * kBucketBytes + (stripeMask_ + 1) * sizeof(Stripe); }
 
 namespace {
 // Checked on the item a publish links: held by the publisher's reference,
@@ -40,8 +38,8 @@ namespace {
 CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    const CompressedRef ref(*link);
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    const CompressedRef ref(link.load());
     Item* it = table_.item(ref);
     if (it->hasKey(key)) {
       if (!it->tryAcquire()) {
@@ -52,7 +50,7 @@ CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& i
       item = it;
       return ref;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   return CompressedRef();
 }
@@ -71,8 +69,8 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
   TC_DCHECK(isUnpublishedAndPinned(item->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    const CompressedRef cur(*link);
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
     if (it->hasKey(key)) {
       out.oldDead = cond.live.dead(*it);
@@ -88,21 +86,21 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
       commitIfDurable(item, ref);
       if (persistence_) persistence_->replaceCommitted();
       invalidateIfDurable(it, cur);
-      item->hashNext = it->hashNext;
-      *link = ref.raw();
+      item->setChainNext(it->chainNext());
+      link.store(ref.raw());
       out.pinnedOld = cond.pinOld && it->tryAcquire();
       out.ownedOld = it->unpublish();
       out.old = cur;
       out.stored = true;
       return out;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   if (cond.kind == Kind::kIfPresent || cond.kind == Kind::kIfToken) return out;
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   commitIfDurable(item, ref);
-  item->hashNext = buckets_[b];
-  buckets_[b] = ref.raw();
+  item->setChainNext(bucketLink(b).load());
+  bucketLink(b).store(ref.raw());
   out.stored = true;
   return out;
 }
@@ -111,24 +109,24 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
   const std::string_view key = item->key();
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    const CompressedRef cur(*link);
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
     if (it->hasKey(key)) {
       // Two committed copies (a crash inside a replace or a move): the
       // commit order decides, never the order of the scan.
       if (item->seq() <= it->seq()) return ref;
       item->state.fetch_or(Item::kAccessible, std::memory_order_release);
-      item->hashNext = it->hashNext;
-      *link = ref.raw();
+      item->setChainNext(it->chainNext());
+      link.store(ref.raw());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
       return cur;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
-  item->hashNext = buckets_[b];
-  buckets_[b] = ref.raw();
+  item->setChainNext(bucketLink(b).load());
+  bucketLink(b).store(ref.raw());
   return CompressedRef();
 }
 
@@ -136,17 +134,17 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
   owned = false;
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    const CompressedRef cur(*link);
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
     if (it->hasKey(key)) {
       invalidateIfDurable(it, cur);
-      *link = it->hashNext;
+      link.store(it->chainNext());
       if (pinned) *pinned = it->tryAcquire();
       owned = it->unpublish();
       return cur;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   return CompressedRef();
 }
@@ -154,17 +152,17 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
 bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    Item* it = table_.item(CompressedRef(*link));
-    if (*link == ref.raw()) {
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(link.load()));
+    if (link.load() == ref.raw()) {
       // The caller pins, claims or moves the item, so it outlives the unlink.
       TC_DCHECK(it->state.load(std::memory_order_relaxed) & (Item::kRefMask | Item::kExclusive | Item::kMoving));
       invalidateIfDurable(it, ref);
-      *link = it->hashNext;
+      link.store(it->chainNext());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
       return true;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   return false;
 }
@@ -174,22 +172,22 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
   TC_DCHECK(isUnpublishedAndPinned(newItem->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
   std::lock_guard<SpinLock> g(lockFor(b));
-  for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-    Item* it = table_.item(CompressedRef(*link));
-    if (*link == oldRef.raw()) {
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(link.load()));
+    if (link.load() == oldRef.raw()) {
       // Only the mover (kMoving) or the claimer (kExclusive) of the original swaps it.
       TC_DCHECK(it->state.load(std::memory_order_relaxed) & (Item::kMoving | Item::kExclusive));
       // Copy in before original out (both carry the same sequence number):
       // a crash in between keeps one of two identical copies.
       commitIfDurable(newItem, newRef);
       invalidateIfDurable(it, oldRef);
-      newItem->hashNext = it->hashNext;
+      newItem->setChainNext(it->chainNext());
       newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
-      *link = newRef.raw();
+      link.store(newRef.raw());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
       return true;
     }
-    link = &it->hashNext;
+    link = it->chainLink();
   }
   return false;
 }
@@ -199,7 +197,7 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
 // null, and prefetching any address is harmless), so the race is benign and
 // hidden from TSan.
 __attribute__((no_sanitize("thread"))) void AccessIndex::prefetchChainHead(uint64_t hash) const {
-  const uint32_t head = buckets_[bucketOf(hash)];
+  const uint64_t head = bucketLink(bucketOf(hash)).load();
   if (head == CompressedRef::kNull) return;
   // Header and key, and the value's first bytes, span two lines for most slots.
   const char* p = reinterpret_cast<const char*>(table_.item(CompressedRef(head)));
@@ -212,11 +210,11 @@ size_t AccessIndex::pinLive(uint64_t begin, uint64_t end, const LiveCheck& live,
   size_t seen = 0;
   for (uint64_t b = begin; b < end && b <= mask_; ++b) {
     std::lock_guard<SpinLock> g(lockFor(b));
-    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+    for (uint64_t r = bucketLink(b).load(); r != CompressedRef::kNull;) {
       Item* it = table_.item(CompressedRef(r));
       ++seen;
       if (!live.dead(*it) && it->tryAcquire()) out.emplace_back(CompressedRef(r), it);
-      r = it->hashNext;
+      r = it->chainNext();
     }
   }
   return seen;
@@ -227,19 +225,19 @@ size_t AccessIndex::unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& li
   size_t seen = 0;
   for (uint64_t b = begin; b < end && b <= mask_; ++b) {
     std::lock_guard<SpinLock> g(lockFor(b));
-    for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-      const CompressedRef cur(*link);
+    for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+      const CompressedRef cur(link.load());
       Item* it = table_.item(cur);
       ++seen;
       // A claimed item (slab release) cannot be pinned: its claimer unlinks it.
       if (live.dead(*it) && it->tryAcquire()) {
         invalidateIfDurable(it, cur);
-        *link = it->hashNext;
+        link.store(it->chainNext());
         it->unpublish();  // pinned: never makes us the owner
         out.emplace_back(cur, it);
         continue;
       }
-      link = &it->hashNext;
+      link = it->chainLink();
     }
   }
   return seen;
@@ -247,11 +245,11 @@ size_t AccessIndex::unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& li
 
 uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
   uint64_t entries = 0;
-  std::unordered_set<uint32_t> seen;
+  std::unordered_set<uint64_t> seen;
   for (uint64_t b = 0; b <= mask_; ++b) {
     std::lock_guard<SpinLock> g(lockFor(b));
     std::unordered_set<std::string_view> keys;
-    for (uint32_t r = buckets_[b]; r != CompressedRef::kNull;) {
+    for (uint64_t r = bucketLink(b).load(); r != CompressedRef::kNull;) {
       const Item* it = table_.item(CompressedRef(r));
       ++entries;
       if (!seen.insert(r).second) {
@@ -261,7 +259,7 @@ uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
       if (!(it->state.load(std::memory_order_relaxed) & Item::kAccessible)) out += "index: linked item not published\n";
       if (bucketOf(hash(it->key())) != b) out += "index: item in the wrong bucket\n";
       if (!keys.insert(it->key()).second) out += "index: key linked twice\n";
-      r = it->hashNext;
+      r = it->chainNext();
     }
   }
   return entries;

@@ -1,9 +1,9 @@
 // AccessIndex: one chained hash table over the items of every tier.
 //
-// 2^bucketPower buckets of one 32-bit CompressedRef each; chains run
-// through Item::hashNext, so the index costs 4 bytes per bucket and nothing
-// per item beyond the header. Buckets are guarded by 2^lockPower striped
-// spin locks (stripe = bucket mod stripes, so one lock covers a whole
+// 2^bucketPower buckets of one 40-bit CompressedRef each, packed in 5
+// bytes; chains run through the items' chain links (Item::chainLink), so the
+// index costs 5 bytes per bucket and nothing per item beyond the header.
+// Buckets are guarded by 2^lockPower striped spin locks (stripe = bucket mod stripes, so one lock covers a whole
 // chain). Keys are always compared in full: two keys with equal hashes are
 // just two entries of one chain.
 //
@@ -112,8 +112,8 @@ class AccessIndex {
   CompressedRef rewriteInPlace(std::string_view key, uint64_t hash, Fits&& fits, Write&& write) {
     const uint64_t b = bucketOf(hash);
     std::lock_guard<SpinLock> g(lockFor(b));
-    for (uint32_t* link = &buckets_[b]; *link != CompressedRef::kNull;) {
-      const CompressedRef ref(*link);
+    for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+      const CompressedRef ref(link.load());
       Item* it = table_.item(ref);
       if (it->hasKey(key)) {
         if (durable(ref) || !fits(*it, ref) || !it->tryMarkExclusive()) return {};
@@ -122,7 +122,7 @@ class AccessIndex {
         toFront(b, link, it, ref);
         return ref;
       }
-      link = &it->hashNext;
+      link = it->chainLink();
     }
     return {};
   }
@@ -140,7 +140,7 @@ class AccessIndex {
 
   // Batched lookups: prefetch the bucket slot, then (a racy read, only a
   // hint) the first item of its chain.
-  void prefetchBucket(uint64_t hash) const { __builtin_prefetch(&buckets_[bucketOf(hash)]); }
+  void prefetchBucket(uint64_t hash) const { __builtin_prefetch(buckets_ + kBucketBytes * bucketOf(hash)); }
   void prefetchChainHead(uint64_t hash) const;
   // Walks buckets [begin, end): pins every live item (for iteration), or
   // unlinks and pins every dead one (the reaper; items a slab release has
@@ -150,6 +150,9 @@ class AccessIndex {
   size_t unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& live,
                     std::vector<std::pair<CompressedRef, Item*>>& out);
 
+  // A bucket is one packed 40-bit ref: 5 bytes, not 8 (the index is the
+  // cache's largest structure outside the items).
+  static constexpr size_t kBucketBytes = CompressedRef::kStoredBytes;
   uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t metadataBytes() const;
   // Quiescent check: every chained item is published, hashes to its
@@ -161,6 +164,7 @@ class AccessIndex {
     SpinLock lock;
   };
   uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
+  RefLink bucketLink(uint64_t b) const { return RefLink(buckets_ + kBucketBytes * b); }
   // Every stripe lock is taken through here: check the lock order (no
   // stripe lock under a class lock; see dcheck.h).
   SpinLock& lockFor(uint64_t bucket) const {
@@ -168,15 +172,16 @@ class AccessIndex {
     return stripes_[bucket & stripeMask_].lock;
   }
   bool durable(CompressedRef ref) const { return persistence_ && table_.persistent(ref); }
-  // Moves a found item (reached through *link, stripe lock held) to the
+  // Moves a found item (reached through link, stripe lock held) to the
   // head of its chain, so that a key used again is found with one item
   // read: a hot key stops paying for the colder keys chained before it.
   // Writes only when it is not the head already.
-  void toFront(uint64_t b, uint32_t* link, Item* it, CompressedRef ref) {
-    if (link == &buckets_[b]) return;
-    *link = it->hashNext;
-    it->hashNext = buckets_[b];
-    buckets_[b] = ref.raw();
+  void toFront(uint64_t b, RefLink link, Item* it, CompressedRef ref) {
+    const RefLink head = bucketLink(b);
+    if (link.sameAs(head)) return;
+    link.store(it->chainNext());
+    it->setChainNext(head.load());
+    head.store(ref.raw());
   }
   void commitIfDurable(Item* item, CompressedRef ref) {
     if (durable(ref)) persistence_->commit(item, ref);
@@ -189,7 +194,7 @@ class AccessIndex {
   ItemPersistence* const persistence_;
   const uint64_t mask_;
   const uint64_t stripeMask_;
-  uint32_t* buckets_;  // huge-page mapping of bucketCount() refs
+  unsigned char* buckets_;  // huge-page mapping of bucketCount() packed 5-byte refs
 
   std::unique_ptr<Stripe[]> stripes_;
 };

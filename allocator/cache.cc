@@ -80,7 +80,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
     }
     totalSlabs += tiers_.back()->size() / slabSize;
   }
-  // validate() guaranteed that these slabs fit a 32-bit reference.
+  // validate() guaranteed that these slabs fit a 40-bit reference.
   table_ = std::make_unique<SlabTable>(slabSize, config_.slotBits(), static_cast<uint32_t>(totalSlabs));
 
   counters_ = std::make_unique<CacheCounters>();

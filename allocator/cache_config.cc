@@ -6,6 +6,7 @@
 // prints it for docs/configuration.md. A new option is one new row; a rule
 // that involves other options is one check function beside its row.
 #include "cache_config.h"
+#include "compressed_ref.h"
 
 #include <algorithm>
 #include <bit>
@@ -216,19 +217,20 @@ void checkPoolShares(const CacheConfig& c, size_t, const std::string& path) {
   }
 }
 
-// The CompressedRef budget: slot bits + slab-id bits <= 32, one slab id
-// (all ones) reserved for kNull.
+// The CompressedRef budget: slot bits + slab-id bits <= CompressedRef::kBits,
+// one slab id (all ones) reserved for kNull; slab ids are 32-bit numbers.
 void checkRefBudget(const CacheConfig& c, const std::string& path) {
+  constexpr uint32_t kRefBits = CompressedRef::kBits;
   const uint32_t slotBits = c.slotBits();
   const uint64_t slots = c.slab_size / std::max<uint32_t>(c.minAllocSize(), 1);
   const uint64_t slabs = c.slabCount();
   const uint32_t idBits = static_cast<uint32_t>(std::bit_width(slabs));
-  if (slotBits + idBits <= 32) return;
-  const uint64_t maxSlabs = (uint64_t{1} << (32 - slotBits)) - 1;
-  throw ConfigError(path, "a compressed item reference (32 bits) cannot address this cache: slab_size " +
-                              formatSize(c.slab_size) + " / smallest class " + formatSize(c.minAllocSize()) +
-                              " = " + std::to_string(slots) + " slots per slab need " + std::to_string(slotBits) +
-                              " bits, which leaves room for " +
+  if (slotBits + idBits <= kRefBits && idBits <= 32) return;
+  const uint64_t maxSlabs = std::min<uint64_t>((uint64_t{1} << (kRefBits - slotBits)) - 1, UINT32_MAX);
+  throw ConfigError(path, "a compressed item reference (" + std::to_string(kRefBits) +
+                              " bits) cannot address this cache: slab_size " + formatSize(c.slab_size) +
+                              " / smallest class " + formatSize(c.minAllocSize()) + " = " + std::to_string(slots) +
+                              " slots per slab need " + std::to_string(slotBits) + " bits, which leaves room for " +
                               std::to_string(maxSlabs) + " slabs, but the tiers hold " + std::to_string(slabs) +
                               "; raise allocation.min_size or slab_size (or make the tiers smaller)");
 }
@@ -304,10 +306,11 @@ void checkBucketPower(const CacheConfig& c, size_t, const std::string& path) {
   const uint32_t most = c.maxUsefulBucketPower();
   if (c.index.bucket_power <= most) return;
   throw ConfigError(path, std::to_string(c.index.bucket_power) + " would map " +
-                              formatSize(uint64_t{4} << c.index.bucket_power) + " of buckets for a cache of at most " +
+                              formatSize(uint64_t{CompressedRef::kStoredBytes} << c.index.bucket_power) +
+                              " of buckets for a cache of at most " +
                               std::to_string(capacityBytes(c) / std::max<uint32_t>(c.minAllocSize(), 1)) +
-                              " items; at most " + std::to_string(most) + " is useful here (2^" +
-                              std::to_string(most) + " buckets, " + formatSize(uint64_t{4} << most) + ")");
+                              " items; at most " + std::to_string(most) + " is useful here (2^" + std::to_string(most) +
+                              " buckets, " + formatSize(uint64_t{CompressedRef::kStoredBytes} << most) + ")");
 }
 
 void checkMetadataBudget(const CacheConfig& c, size_t, const std::string& path) {
@@ -327,296 +330,534 @@ const config::Schema& schema() {
       .sections = {"", "tiers[]", "pools[]", "allocation", "index", "eviction", "rebalance", "demotion",
                    "background_eviction", "promotion", "persistence", "reaper"},
       .options = {
-      // ---- top level
-      {.section = kTop, .name = "slab_size", .type = Type::kSize,
-       .description = "Unit in which tiers are carved and handed to allocation classes.",
-       .field = TC_FIELD(c.slab_size), .min = 64 * kKiB, .max = kGiB, .powerOfTwo = true},
-      {.section = kTop, .name = "tiers", .type = Type::kObjectList,
-       .description = "Memory tiers, fastest first; new items go to tiers[0] and are demoted down the list.",
-       .max = CacheConfig::kMaxTiers, .rule = "at least one", .check = TC_RULE(checkTiersPresent), .child = kTier,
-       .count = [](const void* r) { return static_cast<const CacheConfig*>(r)->tiers.size(); },
-       .resize = [](void* r, size_t n) { static_cast<CacheConfig*>(r)->tiers.resize(n); }},
-      // After tiers, so that a tier's own mistake is reported first.
-      {.section = kTop, .name = "total_size", .type = Type::kSize,
-       .description = "For the tier planner: the bytes shared out among the tiers sized by ratio, after the "
-                      "sized tiers take theirs. 0: every tier has its own size.",
-       .field = TC_FIELD(c.total_size),
-       .rule = "0 or >= slab_size; not 0 when a tier has a ratio; at least the sized tiers' sum (more than it "
-               "when a tier has a ratio)",
-       .check = TC_RULE(checkTotalSize)},
-      {.section = kTop, .name = "pmem_dir", .type = Type::kString,
-       .description = "For the tier planner: the directory for emulated PMEM (a file there, unlinked), used by "
-                      "auto tiers after the NVM nodes and by pmem-file tiers without a path. \"\": none.",
-       .field = TC_FIELD(c.pmem_dir)},
-      {.section = kTop, .name = "pools", .type = Type::kObjectList,
-       .description = "Pools partition every tier's slabs; pools[0] is the default pool. "
-                      "Empty or absent: one pool \"default\" with share 1.",
-       .max = CacheConfig::kMaxPools, .rule = "shares add up to at most 1", .check = TC_RULE(checkPoolShares),
-       .child = kPool,
-       .count = [](const void* r) { return static_cast<const CacheConfig*>(r)->pools.size(); },
-       .resize = [](void* r, size_t n) { static_cast<CacheConfig*>(r)->pools.resize(n); }},
-      {.section = kTop, .name = "allocation", .type = Type::kObject,
-       .description = "Allocation classes (item sizes).", .child = kAllocation},
-      {.section = kTop, .name = "index", .type = Type::kObject,
-       .description = "The hash index over all tiers.",
-       .rule = "with tiers, pools and classes, the cache's own structures take at most what the tiers hold "
-               "(or 64MiB)",
-       .check = TC_RULE(checkMetadataBudget), .child = kIndex},
-      {.section = kTop, .name = "eviction", .type = Type::kObject,
-       .description = "Eviction policy of every (tier, pool, class).", .child = kEviction},
-      {.section = kTop, .name = "rebalance", .type = Type::kObject,
-       .description = "Moving slabs between allocation classes.", .child = kRebalance},
-      {.section = kTop, .name = "demotion", .type = Type::kObject,
-       .description = "Moving evicted items down to the next tier.", .child = kDemotion},
-      {.section = kTop, .name = "background_eviction", .type = Type::kObject,
-       .description = "Background evictor threads that keep free space in every (tier, pool, class).",
-       .child = kBackgroundEviction},
-      {.section = kTop, .name = "promotion", .type = Type::kObject,
-       .description = "Moving items that are hit in a lower tier up to the tier above.", .child = kPromotion},
-      {.section = kTop, .name = "persistence", .type = Type::kObject,
-       .description = "Persistent tiers (see docs/persistence.md).", .child = kPersistence},
-      {.section = kTop, .name = "reaper", .type = Type::kObject,
-       .description = "The thread that reclaims expired items in every class and tier.", .child = kReaper},
-      {.section = kTop, .name = "workload", .type = Type::kIgnored,
-       .description = "Read by tiercache-bench; the cache accepts it with any content and ignores it."},
-      {.section = kTop, .name = "server", .type = Type::kIgnored,
-       .description = "Read by tiercache-server (see docs/server.md); the cache accepts it and ignores it."},
+          // ---- top level
+          {.section = kTop,
+           .name = "slab_size",
+           .type = Type::kSize,
+           .description = "Unit in which tiers are carved and handed to allocation classes.",
+           .field = TC_FIELD(c.slab_size),
+           .min = 64 * kKiB,
+           .max = kGiB,
+           .powerOfTwo = true},
+          {.section = kTop,
+           .name = "tiers",
+           .type = Type::kObjectList,
+           .description = "Memory tiers, fastest first; new items go to tiers[0] and are demoted down the list.",
+           .max = CacheConfig::kMaxTiers,
+           .rule = "at least one",
+           .check = TC_RULE(checkTiersPresent),
+           .child = kTier,
+           .count = [](const void* r) { return static_cast<const CacheConfig*>(r)->tiers.size(); },
+           .resize = [](void* r, size_t n) { static_cast<CacheConfig*>(r)->tiers.resize(n); }},
+          // After tiers, so that a tier's own mistake is reported first.
+          {.section = kTop,
+           .name = "total_size",
+           .type = Type::kSize,
+           .description = "For the tier planner: the bytes shared out among the tiers sized by ratio, after the "
+                          "sized tiers take theirs. 0: every tier has its own size.",
+           .field = TC_FIELD(c.total_size),
+           .rule = "0 or >= slab_size; not 0 when a tier has a ratio; at least the sized tiers' sum (more than it "
+                   "when a tier has a ratio)",
+           .check = TC_RULE(checkTotalSize)},
+          {.section = kTop,
+           .name = "pmem_dir",
+           .type = Type::kString,
+           .description = "For the tier planner: the directory for emulated PMEM (a file there, unlinked), used by "
+                          "auto tiers after the NVM nodes and by pmem-file tiers without a path. \"\": none.",
+           .field = TC_FIELD(c.pmem_dir)},
+          {.section = kTop,
+           .name = "pools",
+           .type = Type::kObjectList,
+           .description = "Pools partition every tier's slabs; pools[0] is the default pool. "
+                          "Empty or absent: one pool \"default\" with share 1.",
+           .max = CacheConfig::kMaxPools,
+           .rule = "shares add up to at most 1",
+           .check = TC_RULE(checkPoolShares),
+           .child = kPool,
+           .count = [](const void* r) { return static_cast<const CacheConfig*>(r)->pools.size(); },
+           .resize = [](void* r, size_t n) { static_cast<CacheConfig*>(r)->pools.resize(n); }},
+          {.section = kTop,
+           .name = "allocation",
+           .type = Type::kObject,
+           .description = "Allocation classes (item sizes).",
+           .child = kAllocation},
+          {.section = kTop,
+           .name = "index",
+           .type = Type::kObject,
+           .description = "The hash index over all tiers.",
+           .rule = "with tiers, pools and classes, the cache's own structures take at most what the tiers hold "
+                   "(or 64MiB)",
+           .check = TC_RULE(checkMetadataBudget),
+           .child = kIndex},
+          {.section = kTop,
+           .name = "eviction",
+           .type = Type::kObject,
+           .description = "Eviction policy of every (tier, pool, class).",
+           .child = kEviction},
+          {.section = kTop,
+           .name = "rebalance",
+           .type = Type::kObject,
+           .description = "Moving slabs between allocation classes.",
+           .child = kRebalance},
+          {.section = kTop,
+           .name = "demotion",
+           .type = Type::kObject,
+           .description = "Moving evicted items down to the next tier.",
+           .child = kDemotion},
+          {.section = kTop,
+           .name = "background_eviction",
+           .type = Type::kObject,
+           .description = "Background evictor threads that keep free space in every (tier, pool, class).",
+           .child = kBackgroundEviction},
+          {.section = kTop,
+           .name = "promotion",
+           .type = Type::kObject,
+           .description = "Moving items that are hit in a lower tier up to the tier above.",
+           .child = kPromotion},
+          {.section = kTop,
+           .name = "persistence",
+           .type = Type::kObject,
+           .description = "Persistent tiers (see docs/persistence.md).",
+           .child = kPersistence},
+          {.section = kTop,
+           .name = "reaper",
+           .type = Type::kObject,
+           .description = "The thread that reclaims expired items in every class and tier.",
+           .child = kReaper},
+          {.section = kTop,
+           .name = "workload",
+           .type = Type::kIgnored,
+           .description = "Read by tiercache-bench; the cache accepts it with any content and ignores it."},
+          {.section = kTop,
+           .name = "server",
+           .type = Type::kIgnored,
+           .description = "Read by tiercache-server (see docs/server.md); the cache accepts it and ignores it."},
 
-      // ---- tiers[]
-      {.section = kTier, .name = "name", .type = Type::kString,
-       .description = "Tier name, used in stats and messages.", .field = TC_FIELD(c.tiers[i].name),
-       .required = true, .nonEmpty = true, .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]", .check = TC_RULE(checkTierName)},
-      {.section = kTier, .name = "kind", .type = Type::kEnum,
-       .description = "dram: anonymous memory; pmem-file: a file on a DAX or ordinary file system "
-                      "(or tmpfs to emulate PMEM); dax-kmem: PMEM exposed as a NUMA node; auto: the tier "
-                      "planner picks, from the machine's topology (see Planned tiers).",
-       .field = TC_ENUM(c.tiers[i].kind),
-       .choices = config::choicesOf(kTierKindNames)},
-      {.section = kTier, .name = "size", .type = Type::kSize,
-       .description = "Bytes the tier takes from the OS; rounded down to whole slabs.",
-       .field = TC_FIELD(c.tiers[i].size),
-       .rule = "0 or >= slab_size; a tier needs a size or a ratio; pmem-file, not persistent: >= 16MiB in "
-               "whole slabs",
-       .check = TC_RULE(checkTierSize)},
-      {.section = kTier, .name = "ratio", .type = Type::kReal,
-       .description = "For the tier planner, instead of a size: this tier's share of the planned total, "
-                      "in proportion to the ratios of the other such tiers.",
-       .field = TC_FIELD(c.tiers[i].ratio), .rule = "not with a size", .check = TC_RULE(checkTierRatio)},
-      {.section = kTier, .name = "bind_policy", .type = Type::kEnum,
-       .description = "What a failed binding to `nodes` does: none: never bind; advisory: warn and go on; "
-                      "strict: fail.",
-       .field = TC_ENUM(c.tiers[i].bind_policy),
-       .choices = config::choicesOf(kBindPolicyNames),
-       .rule = "not for pmem-file; not none for dax-kmem", .check = TC_RULE(checkTierBindPolicy)},
-      {.section = kTier, .name = "path", .type = Type::kString,
-       .description = "pmem-file: the directory the tier's file is created in (unlinked at once, so nothing is "
-                      "left behind); a persistent tier: its pool file. Empty: pmem_dir (not for persistent).",
-       .field = TC_FIELD(c.tiers[i].path),
-       .rule = "required for pmem-file unless pmem_dir is set (always when persistent); not allowed for other "
-               "kinds",
-       .check = TC_RULE(checkTierPath)},
-      {.section = kTier, .name = "nodes", .type = Type::kCountList,
-       .description = "NUMA nodes to bind the tier's memory to; empty: no binding (dax-kmem: every NVM node).",
-       .field = TC_FIELD(c.tiers[i].nodes), .rule = "not for pmem-file or auto", .check = TC_RULE(checkTierNodes)},
-      {.section = kTier, .name = "persistent", .type = Type::kBool,
-       .description = "Keep the tier's items across restarts, in a libpmemobj pool file at `path` (created if "
-                      "missing).",
-       .field = TC_FIELD(c.tiers[i].persistent), .rule = "pmem-file only", .check = TC_RULE(checkTierPersistent)},
-      {.section = kTier, .name = "rebuild_on_mismatch", .type = Type::kBool,
-       .description = "An existing pool made for another layout (slab size, tier size, classes, pools) is emptied "
-                      "and reused instead of refused.",
-       .field = TC_FIELD(c.tiers[i].rebuild_on_mismatch), .rule = "only with persistent",
-       .check = TC_RULE(checkTierRebuild)},
+          // ---- tiers[]
+          {.section = kTier,
+           .name = "name",
+           .type = Type::kString,
+           .description = "Tier name, used in stats and messages.",
+           .field = TC_FIELD(c.tiers[i].name),
+           .required = true,
+           .nonEmpty = true,
+           .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]",
+           .check = TC_RULE(checkTierName)},
+          {.section = kTier,
+           .name = "kind",
+           .type = Type::kEnum,
+           .description = "dram: anonymous memory; pmem-file: a file on a DAX or ordinary file system "
+                          "(or tmpfs to emulate PMEM); dax-kmem: PMEM exposed as a NUMA node; auto: the tier "
+                          "planner picks, from the machine's topology (see Planned tiers).",
+           .field = TC_ENUM(c.tiers[i].kind),
+           .choices = config::choicesOf(kTierKindNames)},
+          {.section = kTier,
+           .name = "size",
+           .type = Type::kSize,
+           .description = "Bytes the tier takes from the OS; rounded down to whole slabs.",
+           .field = TC_FIELD(c.tiers[i].size),
+           .rule = "0 or >= slab_size; a tier needs a size or a ratio; pmem-file, not persistent: >= 16MiB in "
+                   "whole slabs",
+           .check = TC_RULE(checkTierSize)},
+          {.section = kTier,
+           .name = "ratio",
+           .type = Type::kReal,
+           .description = "For the tier planner, instead of a size: this tier's share of the planned total, "
+                          "in proportion to the ratios of the other such tiers.",
+           .field = TC_FIELD(c.tiers[i].ratio),
+           .rule = "not with a size",
+           .check = TC_RULE(checkTierRatio)},
+          {.section = kTier,
+           .name = "bind_policy",
+           .type = Type::kEnum,
+           .description = "What a failed binding to `nodes` does: none: never bind; advisory: warn and go on; "
+                          "strict: fail.",
+           .field = TC_ENUM(c.tiers[i].bind_policy),
+           .choices = config::choicesOf(kBindPolicyNames),
+           .rule = "not for pmem-file; not none for dax-kmem",
+           .check = TC_RULE(checkTierBindPolicy)},
+          {.section = kTier,
+           .name = "path",
+           .type = Type::kString,
+           .description = "pmem-file: the directory the tier's file is created in (unlinked at once, so nothing is "
+                          "left behind); a persistent tier: its pool file. Empty: pmem_dir (not for persistent).",
+           .field = TC_FIELD(c.tiers[i].path),
+           .rule = "required for pmem-file unless pmem_dir is set (always when persistent); not allowed for other "
+                   "kinds",
+           .check = TC_RULE(checkTierPath)},
+          {.section = kTier,
+           .name = "nodes",
+           .type = Type::kCountList,
+           .description = "NUMA nodes to bind the tier's memory to; empty: no binding (dax-kmem: every NVM node).",
+           .field = TC_FIELD(c.tiers[i].nodes),
+           .rule = "not for pmem-file or auto",
+           .check = TC_RULE(checkTierNodes)},
+          {.section = kTier,
+           .name = "persistent",
+           .type = Type::kBool,
+           .description = "Keep the tier's items across restarts, in a libpmemobj pool file at `path` (created if "
+                          "missing).",
+           .field = TC_FIELD(c.tiers[i].persistent),
+           .rule = "pmem-file only",
+           .check = TC_RULE(checkTierPersistent)},
+          {.section = kTier,
+           .name = "rebuild_on_mismatch",
+           .type = Type::kBool,
+           .description = "An existing pool made for another layout (slab size, tier size, classes, pools) is emptied "
+                          "and reused instead of refused.",
+           .field = TC_FIELD(c.tiers[i].rebuild_on_mismatch),
+           .rule = "only with persistent",
+           .check = TC_RULE(checkTierRebuild)},
 
-      // ---- pools[]
-      {.section = kPool, .name = "name", .type = Type::kString,
-       .description = "Pool name, passed to Cache::poolId().", .field = TC_FIELD(c.pools[i].name),
-       .required = true, .nonEmpty = true, .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]", .check = TC_RULE(checkPoolName)},
-      {.section = kPool, .name = "share", .type = Type::kReal,
-       .description = "Fraction of every tier's slabs reserved for the pool.", .field = TC_FIELD(c.pools[i].share),
-       .min = 0, .minExclusive = true, .max = 1},
+          // ---- pools[]
+          {.section = kPool,
+           .name = "name",
+           .type = Type::kString,
+           .description = "Pool name, passed to Cache::poolId().",
+           .field = TC_FIELD(c.pools[i].name),
+           .required = true,
+           .nonEmpty = true,
+           .rule = "unique; 1-64 bytes of [A-Za-z0-9_.:-]",
+           .check = TC_RULE(checkPoolName)},
+          {.section = kPool,
+           .name = "share",
+           .type = Type::kReal,
+           .description = "Fraction of every tier's slabs reserved for the pool.",
+           .field = TC_FIELD(c.pools[i].share),
+           .min = 0,
+           .minExclusive = true,
+           .max = 1},
 
-      // ---- allocation
-      {.section = kAllocation, .name = "min_size", .type = Type::kSize,
-       .description = "Smallest allocation class, item header included.",
-       .field = TC_FIELD(c.allocation.min_size), .min = 32, .max = CacheConfig::kMaxAllocSize, .multipleOf = 8,
-       .rule = "<= the largest class; with slab_size and the tier sizes, fits a 32-bit item reference "
-               "(see Item references)",
-       .check = TC_RULE(checkMinSize)},
-      {.section = kAllocation, .name = "max_size", .type = Type::kSize,
-       .description = "Largest allocation class; 0: min(slab_size, 16MiB).",
-       .field = TC_FIELD(c.allocation.max_size), .max = CacheConfig::kMaxAllocSize, .multipleOf = 8,
-       .rule = "<= slab_size", .check = TC_RULE(checkMaxSize)},
-      {.section = kAllocation, .name = "growth_factor", .type = Type::kReal,
-       .description = "Class i+1 is class i times this, rounded up to a multiple of 8.",
-       .field = TC_FIELD(c.allocation.growth_factor), .min = 1, .minExclusive = true, .max = 8},
-      {.section = kAllocation, .name = "sizes", .type = Type::kSizeList,
-       .description = "Explicit class sizes; when not empty they replace min_size, max_size and growth_factor.",
-       .field = TC_FIELD(c.allocation.sizes), .min = 32, .max = CacheConfig::kMaxAllocSize, .multipleOf = 8,
-       .rule = "strictly increasing, each <= slab_size", .check = TC_RULE(checkSizes)},
+          // ---- allocation
+          {.section = kAllocation,
+           .name = "min_size",
+           .type = Type::kSize,
+           .description = "Smallest allocation class, item header included.",
+           .field = TC_FIELD(c.allocation.min_size),
+           .min = 32,
+           .max = CacheConfig::kMaxAllocSize,
+           .multipleOf = 8,
+           .rule = "<= the largest class; with slab_size and the tier sizes, fits a 40-bit item reference "
+                   "(see Item references)",
+           .check = TC_RULE(checkMinSize)},
+          {.section = kAllocation,
+           .name = "max_size",
+           .type = Type::kSize,
+           .description = "Largest allocation class; 0: min(slab_size, 16MiB).",
+           .field = TC_FIELD(c.allocation.max_size),
+           .max = CacheConfig::kMaxAllocSize,
+           .multipleOf = 8,
+           .rule = "<= slab_size",
+           .check = TC_RULE(checkMaxSize)},
+          {.section = kAllocation,
+           .name = "growth_factor",
+           .type = Type::kReal,
+           .description = "Class i+1 is class i times this, rounded up to a multiple of 8.",
+           .field = TC_FIELD(c.allocation.growth_factor),
+           .min = 1,
+           .minExclusive = true,
+           .max = 8},
+          {.section = kAllocation,
+           .name = "sizes",
+           .type = Type::kSizeList,
+           .description = "Explicit class sizes; when not empty they replace min_size, max_size and growth_factor.",
+           .field = TC_FIELD(c.allocation.sizes),
+           .min = 32,
+           .max = CacheConfig::kMaxAllocSize,
+           .multipleOf = 8,
+           .rule = "strictly increasing, each <= slab_size",
+           .check = TC_RULE(checkSizes)},
 
-      // ---- index
-      {.section = kIndex, .name = "bucket_power", .type = Type::kCount,
-       .description = "The index has 2^bucket_power buckets (4 bytes each).", .field = TC_FIELD(c.index.bucket_power),
-       .min = 10, .max = 32,
-       .rule = "at most 20 or one more than the bits of the most items the tiers can hold (capacity / smallest "
-               "class), whichever is larger",
-       .check = TC_RULE(checkBucketPower)},
-      {.section = kIndex, .name = "lock_power", .type = Type::kCount,
-       .description = "The index has 2^lock_power lock stripes.", .field = TC_FIELD(c.index.lock_power),
-       .min = 4, .max = 20, .rule = "<= bucket_power", .check = TC_RULE(checkLockPower)},
+          // ---- index
+          {.section = kIndex,
+           .name = "bucket_power",
+           .type = Type::kCount,
+           .description = "The index has 2^bucket_power buckets (5 bytes each).",
+           .field = TC_FIELD(c.index.bucket_power),
+           .min = 10,
+           .max = 32,
+           .rule = "at most 20 or one more than the bits of the most items the tiers can hold (capacity / smallest "
+                   "class), whichever is larger",
+           .check = TC_RULE(checkBucketPower)},
+          {.section = kIndex,
+           .name = "lock_power",
+           .type = Type::kCount,
+           .description = "The index has 2^lock_power lock stripes.",
+           .field = TC_FIELD(c.index.lock_power),
+           .min = 4,
+           .max = 20,
+           .rule = "<= bucket_power",
+           .check = TC_RULE(checkLockPower)},
 
-      // ---- eviction
-      {.section = kEviction, .name = "policy", .type = Type::kEnum,
-       .description = "lru: LRU with optional mid-point insertion; clock: FIFO with a second chance, "
-                      "hits take no lock; s3fifo: S3-FIFO (small and main FIFO queues, a ghost of "
-                      "key hashes), hits take no lock; wtinylfu: W-TinyLFU (a 1% window, an SLRU main, "
-                      "admission by a frequency sketch), hits take no lock.",
-       .field = TC_ENUM(c.eviction.policy), .choices = {"lru", "clock", "s3fifo", "wtinylfu"}},
-      {.section = kEviction, .name = "lru_insertion_point", .type = Type::kCount,
-       .description = "LRU: new items enter where 1/2^k of the list is below them (0: at the head; "
-                      "1: the middle).",
-       .field = TC_FIELD(c.eviction.lru_insertion_point), .max = 8},
-      {.section = kEviction, .name = "lru_refresh_ms", .type = Type::kCount,
-       .description = "LRU: a hit moves an item to the head at most once per this many milliseconds.",
-       .field = TC_FIELD(c.eviction.lru_refresh_ms), .max = 3600000},
-      {.section = kEviction, .name = "lru_refresh_ratio", .type = Type::kReal,
-       .description = "LRU: the refresh interval is at most this share of the class's eviction age (the "
-                      "idle time of the last item evicted), so hot items move in a fast-churning cache; "
-                      "0 = always lru_refresh_ms.",
-       .field = TC_FIELD(c.eviction.lru_refresh_ratio), .max = 1},
-      {.section = kEviction, .name = "s3fifo_small_percent", .type = Type::kCount,
-       .description = "S3-FIFO: share of a class's items in the small (probationary) queue, percent.",
-       .field = TC_FIELD(c.eviction.s3fifo_small_percent), .min = 1, .max = 90},
-      {.section = kEviction, .name = "wtinylfu_window_percent", .type = Type::kCount,
-       .description = "W-TinyLFU: share of a class's items in the admission window, percent (where the "
-                      "adaptive window starts).",
-       .field = TC_FIELD(c.eviction.wtinylfu_window_percent), .min = 1, .max = 90},
-      {.section = kEviction, .name = "wtinylfu_adaptive_window", .type = Type::kBool,
-       .description = "W-TinyLFU: a hill climber moves the window share between 1% and 90% by the cache's "
-                      "hit ratio, one sample (5 x the cache's slots in gets) at a time; false: the share "
-                      "stays wtinylfu_window_percent.",
-       .field = TC_FIELD(c.eviction.wtinylfu_adaptive_window)},
-      {.section = kEviction, .name = "demote_rejected", .type = Type::kBool,
-       .description = "Items that S3-FIFO's small queue or W-TinyLFU's admission filter rejects in an upper "
-                      "tier are demoted to the next tier (true) or dropped (false).",
-       .field = TC_FIELD(c.eviction.demote_rejected)},
+          // ---- eviction
+          {.section = kEviction,
+           .name = "policy",
+           .type = Type::kEnum,
+           .description = "lru: LRU with optional mid-point insertion; clock: FIFO with a second chance, "
+                          "hits take no lock; s3fifo: S3-FIFO (small and main FIFO queues, a ghost of "
+                          "key hashes), hits take no lock; wtinylfu: W-TinyLFU (a 1% window, an SLRU main, "
+                          "admission by a frequency sketch), hits take no lock.",
+           .field = TC_ENUM(c.eviction.policy),
+           .choices = {"lru", "clock", "s3fifo", "wtinylfu"}},
+          {.section = kEviction,
+           .name = "lru_insertion_point",
+           .type = Type::kCount,
+           .description = "LRU: new items enter where 1/2^k of the list is below them (0: at the head; "
+                          "1: the middle).",
+           .field = TC_FIELD(c.eviction.lru_insertion_point),
+           .max = 8},
+          {.section = kEviction,
+           .name = "lru_refresh_ms",
+           .type = Type::kCount,
+           .description = "LRU: a hit moves an item to the head at most once per this many milliseconds.",
+           .field = TC_FIELD(c.eviction.lru_refresh_ms),
+           .max = 3600000},
+          {.section = kEviction,
+           .name = "lru_refresh_ratio",
+           .type = Type::kReal,
+           .description = "LRU: the refresh interval is at most this share of the class's eviction age (the "
+                          "idle time of the last item evicted), so hot items move in a fast-churning cache; "
+                          "0 = always lru_refresh_ms.",
+           .field = TC_FIELD(c.eviction.lru_refresh_ratio),
+           .max = 1},
+          {.section = kEviction,
+           .name = "s3fifo_small_percent",
+           .type = Type::kCount,
+           .description = "S3-FIFO: share of a class's items in the small (probationary) queue, percent.",
+           .field = TC_FIELD(c.eviction.s3fifo_small_percent),
+           .min = 1,
+           .max = 90},
+          {.section = kEviction,
+           .name = "wtinylfu_window_percent",
+           .type = Type::kCount,
+           .description = "W-TinyLFU: share of a class's items in the admission window, percent (where the "
+                          "adaptive window starts).",
+           .field = TC_FIELD(c.eviction.wtinylfu_window_percent),
+           .min = 1,
+           .max = 90},
+          {.section = kEviction,
+           .name = "wtinylfu_adaptive_window",
+           .type = Type::kBool,
+           .description = "W-TinyLFU: a hill climber moves the window share between 1% and 90% by the cache's "
+                          "hit ratio, one sample (5 x the cache's slots in gets) at a time; false: the share "
+                          "stays wtinylfu_window_percent.",
+           .field = TC_FIELD(c.eviction.wtinylfu_adaptive_window)},
+          {.section = kEviction,
+           .name = "demote_rejected",
+           .type = Type::kBool,
+           .description = "Items that S3-FIFO's small queue or W-TinyLFU's admission filter rejects in an upper "
+                          "tier are demoted to the next tier (true) or dropped (false).",
+           .field = TC_FIELD(c.eviction.demote_rejected)},
 
-      // ---- rebalance
-      {.section = kRebalance, .name = "enabled", .type = Type::kBool,
-       .description = "Move slabs between the classes of a pool as the item sizes change.",
-       .field = TC_FIELD(c.rebalance.enabled)},
-      {.section = kRebalance, .name = "strategy", .type = Type::kEnum,
-       .description = "free-slots: when a class needs a slab, take one from the class with the most free slots "
-                      "in the same pool. marginal-hits: besides, a background thread moves slabs from the "
-                      "class where a slab earns fewest hits to the one where another slab would earn most.",
-       .field = TC_FIELD(c.rebalance.strategy), .choices = {"free-slots", "marginal-hits"}},
-      {.section = kRebalance, .name = "interval_ms", .type = Type::kCount,
-       .description = "marginal-hits: milliseconds between the background rebalancer's runs.",
-       .field = TC_FIELD(c.rebalance.interval_ms), .min = 10, .max = 3600000},
-      {.section = kRebalance, .name = "max_slabs", .type = Type::kCount,
-       .description = "marginal-hits: at most this many slabs moved per run (over all tiers and pools).",
-       .field = TC_FIELD(c.rebalance.max_slabs), .min = 1, .max = 1024},
+          // ---- rebalance
+          {.section = kRebalance,
+           .name = "enabled",
+           .type = Type::kBool,
+           .description = "Move slabs between the classes of a pool as the item sizes change.",
+           .field = TC_FIELD(c.rebalance.enabled)},
+          {.section = kRebalance,
+           .name = "strategy",
+           .type = Type::kEnum,
+           .description = "free-slots: when a class needs a slab, take one from the class with the most free slots "
+                          "in the same pool. marginal-hits: besides, a background thread moves slabs from the "
+                          "class where a slab earns fewest hits to the one where another slab would earn most.",
+           .field = TC_FIELD(c.rebalance.strategy),
+           .choices = {"free-slots", "marginal-hits"}},
+          {.section = kRebalance,
+           .name = "interval_ms",
+           .type = Type::kCount,
+           .description = "marginal-hits: milliseconds between the background rebalancer's runs.",
+           .field = TC_FIELD(c.rebalance.interval_ms),
+           .min = 10,
+           .max = 3600000},
+          {.section = kRebalance,
+           .name = "max_slabs",
+           .type = Type::kCount,
+           .description = "marginal-hits: at most this many slabs moved per run (over all tiers and pools).",
+           .field = TC_FIELD(c.rebalance.max_slabs),
+           .min = 1,
+           .max = 1024},
 
-      // ---- demotion
-      {.section = kDemotion, .name = "enabled", .type = Type::kBool,
-       .description = "An item evicted from a tier other than the last is moved into the next tier instead of "
-                      "dropped. false: every tier drops its own evictions. No effect with one tier.",
-       .field = TC_FIELD(c.demotion.enabled)},
+          // ---- demotion
+          {.section = kDemotion,
+           .name = "enabled",
+           .type = Type::kBool,
+           .description = "An item evicted from a tier other than the last is moved into the next tier instead of "
+                          "dropped. false: every tier drops its own evictions. No effect with one tier.",
+           .field = TC_FIELD(c.demotion.enabled)},
 
-      // ---- background_eviction
-      {.section = kBackgroundEviction, .name = "enabled", .type = Type::kBool,
-       .description = "Run background evictors, so that allocations find free slots instead of evicting inline.",
-       .field = TC_FIELD(c.background_eviction.enabled)},
-      {.section = kBackgroundEviction, .name = "threads", .type = Type::kCount,
-       .description = "Evictor threads; the classes of all tiers are shared out among them.",
-       .field = TC_FIELD(c.background_eviction.threads), .min = 1, .max = 64},
-      {.section = kBackgroundEviction, .name = "interval_ms", .type = Type::kCount,
-       .description = "Milliseconds between an evictor's looks at its classes while the cache is in use (backing off to "
-                      "1 s when idle); an allocation that leaves its class below the low watermark wakes it at once.",
-       .field = TC_FIELD(c.background_eviction.interval_ms), .min = 1, .max = 60000},
-      {.section = kBackgroundEviction, .name = "strategy", .type = Type::kEnum,
-       .description = "How much a run evicts from a class. free-threshold: below low_watermark percent free, "
-                      "enough to reach high_watermark; keep-free: up to keep_free free slots.",
-       .field = TC_ENUM(c.background_eviction.strategy), .choices = config::choicesOf(kEvictorStrategyNames)},
-      {.section = kBackgroundEviction, .name = "low_watermark", .type = Type::kReal,
-       .description = "free-threshold: a class with less than this percent of its slots free is served.",
-       .field = TC_FIELD(c.background_eviction.low_watermark), .max = 100},
-      {.section = kBackgroundEviction, .name = "high_watermark", .type = Type::kReal,
-       .description = "free-threshold: the percent of free slots a run aims for.",
-       .field = TC_FIELD(c.background_eviction.high_watermark), .max = 100, .rule = ">= low_watermark",
-       .check = TC_RULE(checkHighWatermark)},
-      {.section = kBackgroundEviction, .name = "min_batch", .type = Type::kCount,
-       .description = "free-threshold: a run that evicts from a class evicts at least this many items (never more "
-                      "than the class holds).",
-       .field = TC_FIELD(c.background_eviction.min_batch), .min = 1, .max = 1000000},
-      {.section = kBackgroundEviction, .name = "max_batch", .type = Type::kCount,
-       .description = "Both strategies: at most this many items per class per run.",
-       .field = TC_FIELD(c.background_eviction.max_batch), .min = 1, .max = 1000000, .rule = ">= min_batch",
-       .check = TC_RULE(checkMaxBatch)},
-      {.section = kBackgroundEviction, .name = "keep_free", .type = Type::kCount,
-       .description = "keep-free: free slots to keep in every class.",
-       .field = TC_FIELD(c.background_eviction.keep_free), .max = 1000000},
-      {.section = kBackgroundEviction, .name = "yield_to_application", .type = Type::kBool,
-       .description = "Evictors stand aside while the process leaves less than half a core idle (of the "
-                      "CPUs it may use, capped by its cgroup's quota): their runs would take a core from the "
-                      "application, and allocations evict the same batches themselves. false: they always run.",
-       .field = TC_FIELD(c.background_eviction.yield_to_application)},
-      {.section = kBackgroundEviction, .name = "available_cores", .type = Type::kReal,
-       .description = "The cores yield_to_application judges the process's CPU use against; 0: detect (the CPUs "
-                      "the process may run on, capped by its cgroup v2 quota). Set it where the machine "
-                      "reserves cores for other work.",
-       .field = TC_FIELD(c.background_eviction.available_cores), .max = 4096},
+          // ---- background_eviction
+          {.section = kBackgroundEviction,
+           .name = "enabled",
+           .type = Type::kBool,
+           .description = "Run background evictors, so that allocations find free slots instead of evicting inline.",
+           .field = TC_FIELD(c.background_eviction.enabled)},
+          {.section = kBackgroundEviction,
+           .name = "threads",
+           .type = Type::kCount,
+           .description = "Evictor threads; the classes of all tiers are shared out among them.",
+           .field = TC_FIELD(c.background_eviction.threads),
+           .min = 1,
+           .max = 64},
+          {.section = kBackgroundEviction,
+           .name = "interval_ms",
+           .type = Type::kCount,
+           .description =
+               "Milliseconds between an evictor's looks at its classes while the cache is in use (backing off to "
+               "1 s when idle); an allocation that leaves its class below the low watermark wakes it at once.",
+           .field = TC_FIELD(c.background_eviction.interval_ms),
+           .min = 1,
+           .max = 60000},
+          {.section = kBackgroundEviction,
+           .name = "strategy",
+           .type = Type::kEnum,
+           .description = "How much a run evicts from a class. free-threshold: below low_watermark percent free, "
+                          "enough to reach high_watermark; keep-free: up to keep_free free slots.",
+           .field = TC_ENUM(c.background_eviction.strategy),
+           .choices = config::choicesOf(kEvictorStrategyNames)},
+          {.section = kBackgroundEviction,
+           .name = "low_watermark",
+           .type = Type::kReal,
+           .description = "free-threshold: a class with less than this percent of its slots free is served.",
+           .field = TC_FIELD(c.background_eviction.low_watermark),
+           .max = 100},
+          {.section = kBackgroundEviction,
+           .name = "high_watermark",
+           .type = Type::kReal,
+           .description = "free-threshold: the percent of free slots a run aims for.",
+           .field = TC_FIELD(c.background_eviction.high_watermark),
+           .max = 100,
+           .rule = ">= low_watermark",
+           .check = TC_RULE(checkHighWatermark)},
+          {.section = kBackgroundEviction,
+           .name = "min_batch",
+           .type = Type::kCount,
+           .description = "free-threshold: a run that evicts from a class evicts at least this many items (never more "
+                          "than the class holds).",
+           .field = TC_FIELD(c.background_eviction.min_batch),
+           .min = 1,
+           .max = 1000000},
+          {.section = kBackgroundEviction,
+           .name = "max_batch",
+           .type = Type::kCount,
+           .description = "Both strategies: at most this many items per class per run.",
+           .field = TC_FIELD(c.background_eviction.max_batch),
+           .min = 1,
+           .max = 1000000,
+           .rule = ">= min_batch",
+           .check = TC_RULE(checkMaxBatch)},
+          {.section = kBackgroundEviction,
+           .name = "keep_free",
+           .type = Type::kCount,
+           .description = "keep-free: free slots to keep in every class.",
+           .field = TC_FIELD(c.background_eviction.keep_free),
+           .max = 1000000},
+          {.section = kBackgroundEviction,
+           .name = "yield_to_application",
+           .type = Type::kBool,
+           .description = "Evictors stand aside while the process leaves less than half a core idle (of the "
+                          "CPUs it may use, capped by its cgroup's quota): their runs would take a core from the "
+                          "application, and allocations evict the same batches themselves. false: they always run.",
+           .field = TC_FIELD(c.background_eviction.yield_to_application)},
+          {.section = kBackgroundEviction,
+           .name = "available_cores",
+           .type = Type::kReal,
+           .description = "The cores yield_to_application judges the process's CPU use against; 0: detect (the CPUs "
+                          "the process may run on, capped by its cgroup v2 quota). Set it where the machine "
+                          "reserves cores for other work.",
+           .field = TC_FIELD(c.background_eviction.available_cores),
+           .max = 4096},
 
-      // ---- promotion
-      {.section = kPromotion, .name = "enabled", .type = Type::kBool,
-       .description = "Move items that are hit in a lower tier up one tier. No effect with one tier.",
-       .field = TC_FIELD(c.promotion.enabled)},
-      {.section = kPromotion, .name = "background", .type = Type::kBool,
-       .description = "true: candidates are queued for a promoter thread; false: find() promotes in place.",
-       .field = TC_FIELD(c.promotion.background)},
-      {.section = kPromotion, .name = "hits", .type = Type::kCount,
-       .description = "Hits an item takes in a lower tier, counted since it landed there, before it is promoted.",
-       .field = TC_FIELD(c.promotion.hits), .min = 1, .max = 7},
-      {.section = kPromotion, .name = "max_per_sec", .type = Type::kCount,
-       .description = "Promotions per second over all threads; 0: no limit.",
-       .field = TC_FIELD(c.promotion.max_per_sec), .max = 10000000},
-      {.section = kPromotion, .name = "interval_ms", .type = Type::kCount,
-       .description = "Milliseconds between runs of the promoter thread; a queued candidate also wakes it.",
-       .field = TC_FIELD(c.promotion.interval_ms), .min = 1, .max = 60000},
-      {.section = kPromotion, .name = "max_batch", .type = Type::kCount,
-       .description = "Promotions per promoter run.",
-       .field = TC_FIELD(c.promotion.max_batch), .min = 1, .max = 1000000},
-      {.section = kPromotion, .name = "queue_size", .type = Type::kCount,
-       .description = "Candidates waiting for the promoter; a candidate that finds the queue full is dropped.",
-       .field = TC_FIELD(c.promotion.queue_size), .min = 1, .max = 1000000},
-      {.section = kPromotion, .name = "upper_free_watermark", .type = Type::kReal,
-       .description = "An item is promoted only while its class in the upper tier has at least this percent of "
-                      "its slots free (or can take a new slab); promotion never evicts.",
-       .field = TC_FIELD(c.promotion.upper_free_watermark), .max = 100},
+          // ---- promotion
+          {.section = kPromotion,
+           .name = "enabled",
+           .type = Type::kBool,
+           .description = "Move items that are hit in a lower tier up one tier. No effect with one tier.",
+           .field = TC_FIELD(c.promotion.enabled)},
+          {.section = kPromotion,
+           .name = "background",
+           .type = Type::kBool,
+           .description = "true: candidates are queued for a promoter thread; false: find() promotes in place.",
+           .field = TC_FIELD(c.promotion.background)},
+          {.section = kPromotion,
+           .name = "hits",
+           .type = Type::kCount,
+           .description = "Hits an item takes in a lower tier, counted since it landed there, before it is promoted.",
+           .field = TC_FIELD(c.promotion.hits),
+           .min = 1,
+           .max = 7},
+          {.section = kPromotion,
+           .name = "max_per_sec",
+           .type = Type::kCount,
+           .description = "Promotions per second over all threads; 0: no limit.",
+           .field = TC_FIELD(c.promotion.max_per_sec),
+           .max = 10000000},
+          {.section = kPromotion,
+           .name = "interval_ms",
+           .type = Type::kCount,
+           .description = "Milliseconds between runs of the promoter thread; a queued candidate also wakes it.",
+           .field = TC_FIELD(c.promotion.interval_ms),
+           .min = 1,
+           .max = 60000},
+          {.section = kPromotion,
+           .name = "max_batch",
+           .type = Type::kCount,
+           .description = "Promotions per promoter run.",
+           .field = TC_FIELD(c.promotion.max_batch),
+           .min = 1,
+           .max = 1000000},
+          {.section = kPromotion,
+           .name = "queue_size",
+           .type = Type::kCount,
+           .description = "Candidates waiting for the promoter; a candidate that finds the queue full is dropped.",
+           .field = TC_FIELD(c.promotion.queue_size),
+           .min = 1,
+           .max = 1000000},
+          {.section = kPromotion,
+           .name = "upper_free_watermark",
+           .type = Type::kReal,
+           .description = "An item is promoted only while its class in the upper tier has at least this percent of "
+                          "its slots free (or can take a new slab); promotion never evicts.",
+           .field = TC_FIELD(c.promotion.upper_free_watermark),
+           .max = 100},
 
-      // ---- persistence
-      {.section = kPersistence, .name = "durable_sets", .type = Type::kBool,
-       .description = "set() stores new items straight into the first persistent tier and returns once they are "
-                      "durable there. No effect without a persistent tier.",
-       .field = TC_FIELD(c.persistence.durable_sets)},
-      {.section = kPersistence, .name = "demote_on_shutdown", .type = Type::kBool,
-       .description = "On a clean shutdown, items of the tiers above the first persistent tier are demoted into "
-                      "it while it has room (needs demotion.enabled).",
-       .field = TC_FIELD(c.persistence.demote_on_shutdown)},
+          // ---- persistence
+          {.section = kPersistence,
+           .name = "durable_sets",
+           .type = Type::kBool,
+           .description = "set() stores new items straight into the first persistent tier and returns once they are "
+                          "durable there. No effect without a persistent tier.",
+           .field = TC_FIELD(c.persistence.durable_sets)},
+          {.section = kPersistence,
+           .name = "demote_on_shutdown",
+           .type = Type::kBool,
+           .description = "On a clean shutdown, items of the tiers above the first persistent tier are demoted into "
+                          "it while it has room (needs demotion.enabled).",
+           .field = TC_FIELD(c.persistence.demote_on_shutdown)},
 
-      // ---- reaper
-      {.section = kReaper, .name = "enabled", .type = Type::kBool,
-       .description = "Run the reaper thread. Off: expired items are reclaimed only by reads, writes and eviction walks "
-                      "(and Cache::reapExpired()).",
-       .field = TC_FIELD(c.reaper.enabled)},
-      {.section = kReaper, .name = "interval_ms", .type = Type::kCount,
-       .description = "Milliseconds between reaper runs.",
-       .field = TC_FIELD(c.reaper.interval_ms), .min = 1, .max = 3600000},
-      {.section = kReaper, .name = "buckets_per_run", .type = Type::kCount,
-       .description = "Index buckets one run looks at (one stripe lock at a time): bounds the work of a run; a "
-                      "sweep of the index takes 2^index.bucket_power / buckets_per_run runs.",
-       .field = TC_FIELD(c.reaper.buckets_per_run), .min = 1, .max = 1u << 30},
+          // ---- reaper
+          {.section = kReaper,
+           .name = "enabled",
+           .type = Type::kBool,
+           .description =
+               "Run the reaper thread. Off: expired items are reclaimed only by reads, writes and eviction walks "
+               "(and Cache::reapExpired()).",
+           .field = TC_FIELD(c.reaper.enabled)},
+          {.section = kReaper,
+           .name = "interval_ms",
+           .type = Type::kCount,
+           .description = "Milliseconds between reaper runs.",
+           .field = TC_FIELD(c.reaper.interval_ms),
+           .min = 1,
+           .max = 3600000},
+          {.section = kReaper,
+           .name = "buckets_per_run",
+           .type = Type::kCount,
+           .description = "Index buckets one run looks at (one stripe lock at a time): bounds the work of a run; a "
+                          "sweep of the index takes 2^index.bucket_power / buckets_per_run runs.",
+           .field = TC_FIELD(c.reaper.buckets_per_run),
+           .min = 1,
+           .max = 1u << 30},
       }};
   return kSchema;
 }
@@ -682,7 +923,7 @@ uint64_t CacheConfig::metadataBytes() const {
   const auto sat = [](uint64_t a, uint64_t b) {
     return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b;
   };
-  uint64_t bytes = index.bucket_power < 62 ? uint64_t{sizeof(uint32_t)} << index.bucket_power : ~uint64_t{0};
+  uint64_t bytes = index.bucket_power < 62 ? uint64_t{CompressedRef::kStoredBytes} << index.bucket_power : ~uint64_t{0};
   bytes = sat(bytes, index.lock_power < 56 ? uint64_t{64} << index.lock_power : ~uint64_t{0});
   bytes = sat(bytes, slab_size ? capacityBytes(*this) / slab_size * kSlabMetadataBytes : 0);
   const uint64_t classes = static_cast<uint64_t>(tiers.size()) * std::max<size_t>(pools.size(), 1) * classCount();

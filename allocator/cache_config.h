@@ -259,8 +259,8 @@ struct CacheConfig {
   uint32_t maxAllocSize() const;
   // CompressedRef slot bits: enough to number the slots of a slab of the
   // smallest class, bit_width(slab_size / minAllocSize() - 1). validate()
-  // guarantees slabCount() < 2^(32 - slotBits()): every slab has an id and
-  // the all-ones id stays free for CompressedRef::kNull.
+  // guarantees slabCount() < 2^(CompressedRef::kBits - slotBits()) (and
+  // < 2^32): every slab has an id and the all-ones id stays free for kNull.
   uint32_t slotBits() const;
   // Slabs over all tiers, each tier rounded down to whole slabs. Tiers sized
   // by ratio count 0 until the tier planner has given them a size.

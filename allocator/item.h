@@ -1,20 +1,22 @@
 // Item: the header in front of every cached key and value, inside a slab.
 //
-// Layout (44 bytes, 4-byte aligned; slots are 8-byte aligned):
+// Layout (48 bytes, 4-byte aligned; slots are 8-byte aligned):
 //   0  state     atomic u32: refcount (20 bits) | kAccessible | kExclusive | kFreeSlot | kMoving
 //                | lower-tier hits (3 bits, for promotion)
-//   4  hashNext  raw CompressedRef, next item in the index bucket (stripe lock)
-//   8  hook      EvictionHook: prev, next, meta (12 bytes, owned by the policy)
-//  20  sizes     key length (8 bits) | value length (24 bits)
-//  24  checksum  commit mark of the persistent tier (0 in volatile tiers)
-//  28  expiry    deadline in seconds on the cache's expiry clock; 0 = never
-//  32  flags     32-bit client flags (memcached's), opaque to the cache
-//  36  seq       64-bit sequence number, stored as two u32 halves so the
+//   4  hashNext  low 32 bits of the next item's CompressedRef in the index
+//                bucket (stripe lock); its high byte is hook.ownerBytes[0]
+//   8  hook      EvictionHook: prev, next (40-bit refs), meta (16 bytes,
+//                owned by the policy but for ownerBytes)
+//  24  sizes     key length (8 bits) | value length (24 bits)
+//  28  checksum  commit mark of the persistent tier (0 in volatile tiers)
+//  32  expiry    deadline in seconds on the cache's expiry clock; 0 = never
+//  36  flags     32-bit client flags (memcached's), opaque to the cache
+//  40  seq       64-bit sequence number, stored as two u32 halves so the
 //                header keeps 4-byte alignment: given when the item is
 //                published (never 0), kept across moves between tiers. It is
 //                the CAS token and, in a persistent tier, the commit order
 //                that decides between two committed copies of one key.
-//  44  key bytes, then value bytes
+//  48  key bytes, then value bytes
 //
 // Every field from `sizes` on is written before the item is published and
 // changes while it is only in an in-place rewrite (below), which excludes
@@ -24,14 +26,16 @@
 // keeps; `sizes` (key length beside value length) is read and rewritten as
 // a relaxed atomic for it.
 //
-// Metadata per item = 44 (this header, policy hooks included) + the index's
-// 4-byte bucket slot per item at load factor 1: 48 bytes. The 16 bytes over
-// the first layout's 28 buy TTLs, client flags and a CAS token / commit
-// order that a client cannot forge (memcached's item header is 48-56 bytes).
+// Metadata per item = 48 (this header, policy hooks included) + the index's
+// 5-byte bucket slot per item at load factor 1: 53 bytes. The 20 bytes over
+// the first layout's 28 buy TTLs, client flags, a CAS token / commit order
+// that a client cannot forge (memcached's item header is 48-56 bytes) and
+// 40-bit references (a cache past 256 GiB; the three links' high bytes).
 //
 // State machine (every transition is one CAS on `state`, so exactly one
 // thread ever wins the right to free an item):
-//   free slot  : state == kFreeSlot, hashNext links the class free list.
+//   free slot  : state == kFreeSlot, the chain link (chainLink()) links the
+//                class free list.
 //   allocated  : refcount >= 1 (the WriteHandle), not accessible.
 //   published  : kAccessible set under the index stripe lock.
 //   exclusive  : set only when refcount == 0 and not moving; the setter owns
@@ -83,10 +87,17 @@ class Item {
   uint32_t seqLo;
   uint32_t seqHi;
 
+  // The next item in the index bucket (or in the class free list), as a
+  // 40-bit raw CompressedRef: hashNext and the hook's first owner byte.
+  RefLink chainLink() { return RefLink(&hashNext, &hook.ownerBytes[0]); }
+  uint64_t chainNext() const { return hashNext | (uint64_t{hook.ownerBytes[0]} << 32); }
+  void setChainNext(uint64_t raw) { chainLink().store(raw); }
+
   // Prepares a slot owned by the caller as a new item with one reference.
   void init(std::string_view key, uint32_t valueSize) {
-    hashNext = CompressedRef::kNull;
-    hook.prev = hook.next = CompressedRef::kNull;
+    setChainNext(CompressedRef::kNull);
+    hook.setPrev(CompressedRef::kNull);
+    hook.setNext(CompressedRef::kNull);
     hook.meta.store(0, std::memory_order_relaxed);
     sizesRef().store(static_cast<uint32_t>(key.size()) | (valueSize << 8), std::memory_order_relaxed);
     checksum = 0;
@@ -260,7 +271,7 @@ class Item {
   std::atomic_ref<uint32_t> sizesRef() const { return relaxed(sizes); }
 };
 
-static_assert(sizeof(Item) == 44, "item header budget is 44 bytes");
+static_assert(sizeof(Item) == 48, "item header budget is 48 bytes");
 static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
 static_assert(alignof(Item) == 4);
 static_assert(Item::kMaxKeySize <= 0xFF, "key length has 8 bits");

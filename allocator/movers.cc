@@ -67,12 +67,12 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
                bool deadOnly)
       : table_(table), batch_(batch), demote_(demote), demoteRejected_(demoteRejected), live_(live),
         deadOnly_(deadOnly) {}
-  Verdict visit(uint32_t ref) override { return claim(ref, false); }
+  Verdict visit(RefWord ref) override { return claim(ref, false); }
   // eviction.demote_rejected: what the policy turned away may skip the tier below.
-  Verdict visitRejected(uint32_t ref) override { return claim(ref, !demoteRejected_); }
+  Verdict visitRejected(RefWord ref) override { return claim(ref, !demoteRejected_); }
 
  private:
-  Verdict claim(uint32_t ref, bool dropIt) {
+  Verdict claim(RefWord ref, bool dropIt) {
     Item* item = table_.item(CompressedRef(ref));
     // Unclaimed, the answer is a hint: a set may rewrite the item in place
     // (new value, deadline and seq) until the claim below.
@@ -359,7 +359,7 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   // 4. Publish: each copy replaces its source in the index (one stripe lock
   //    each, never with a class or policy lock held); a source removed or
   //    replaced meanwhile is not resurrected. Drops are unlinked.
-  uint32_t added[kMaxBatch];
+  RefWord added[kMaxBatch];
   size_t nAdded = 0, moved = 0, aborted = 0;
   for (size_t i = 0; i < k; ++i) {
     if (b.drop[i]) {
@@ -457,7 +457,7 @@ bool Movers::moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint3
   donor.drainDeferred();  // a deferred item would keep its slab from release
   std::vector<CompressedRef> claimed;
   const uint32_t slab = donor.releaseSlab(claimed);
-  if (slab == CompressedRef::kNull) return false;
+  if (slab == AllocationClass::kNoSlab) return false;
   evictClaimed(donor, claimed);
   a.reassignSlab(slab, pool, classId);
   donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);

@@ -21,7 +21,7 @@
 
 namespace tiercache {
 
-uint64_t SlabTable::keyHash(uint32_t ref) const { return stableKeyHash(item(CompressedRef(ref))->key()); }
+uint64_t SlabTable::keyHash(RefWord ref) const { return stableKeyHash(item(CompressedRef(ref))->key()); }
 
 uint64_t SlabTable::stableKeyHash(std::string_view key) {
   return XXH3_64bits_withSeed(key.data(), key.size(), 0x7469657263616368ull);  // "tiercach"
@@ -37,9 +37,10 @@ static_assert(sizeof(AllocationClass) + sizeof(WTinyLfuPolicy) <= CacheConfig::k
 SlabTable::SlabTable(uint64_t slabSize, uint32_t slotBits, uint32_t totalSlabs)
     : slabSize_(slabSize), slotBits_(slotBits), slabs_(totalSlabs) {
   // The top slab id would make the all-ones ref, which means null.
-  if (slotBits_ >= 32 || totalSlabs >= (1ull << (32 - slotBits_))) {
+  constexpr uint32_t kRefBits = CompressedRef::kBits;
+  if (slotBits_ >= kRefBits || totalSlabs >= (1ull << (kRefBits - slotBits_))) {
     throw std::invalid_argument("too many slabs (" + std::to_string(totalSlabs) + ") for " +
-                                std::to_string(32 - slotBits_) + " bits of slab id");
+                                std::to_string(kRefBits - slotBits_) + " bits of slab id");
   }
 }
 
@@ -87,7 +88,7 @@ CompressedRef AllocationClass::popFreeLocked() {
   if (freeHead_ != CompressedRef::kNull) {
     const CompressedRef ref(freeHead_);
     Item* it = table_.item(ref);
-    freeHead_ = it->hashNext;
+    freeHead_ = it->chainNext();
     if (freeHead_ == CompressedRef::kNull) freeTail_ = CompressedRef::kNull;
     --freeCount_;
     it->state.store(Item::kExclusive, std::memory_order_relaxed);
@@ -110,7 +111,7 @@ bool AllocationClass::pushSpare(CompressedRef ref) {
   // Owned, as a slot fresh from popFreeLocked is (recovery frees slots
   // whose state word is whatever the pool held).
   table_.item(ref)->state.store(Item::kExclusive, std::memory_order_relaxed);
-  uint32_t none = CompressedRef::kNull;
+  uint64_t none = CompressedRef::kNull;
   return spare_.compare_exchange_strong(none, ref.raw(), std::memory_order_release, std::memory_order_relaxed);
 }
 
@@ -123,22 +124,22 @@ void AllocationClass::pushFree(CompressedRef ref) {
   ++freeCount_;
 }
 
-void AllocationClass::pushFreeHeadLocked(uint32_t ref) {
-  table_.item(CompressedRef(ref))->hashNext = freeHead_;
+void AllocationClass::pushFreeHeadLocked(uint64_t ref) {
+  table_.item(CompressedRef(ref))->setChainNext(freeHead_);
   if (freeHead_ == CompressedRef::kNull) freeTail_ = ref;
   freeHead_ = ref;
 }
 
 void AllocationClass::deferFree(CompressedRef ref) {
   Item* it = table_.item(ref);
-  uint32_t head = deferredHead_.load(std::memory_order_relaxed);
+  uint64_t head = deferredHead_.load(std::memory_order_relaxed);
   do {
-    it->hashNext = head;
+    it->setChainNext(head);
   } while (!deferredHead_.compare_exchange_weak(head, ref.raw(), std::memory_order_release, std::memory_order_relaxed));
 }
 
 void AllocationClass::flushSpareLocked() {
-  const uint32_t r = spare_.exchange(CompressedRef::kNull, std::memory_order_acquire);
+  const uint64_t r = spare_.exchange(CompressedRef::kNull, std::memory_order_acquire);
   if (r == CompressedRef::kNull) return;
   Item* it = table_.item(CompressedRef(r));
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
@@ -156,12 +157,12 @@ size_t AllocationClass::drainDeferred() {
   // free list and this list empty waits for the slots in flight
   // (waitForDrains) instead of evicting for nothing.
   drainsInFlight_.fetch_add(1, std::memory_order_seq_cst);
-  uint32_t r = deferredHead_.exchange(CompressedRef::kNull, std::memory_order_seq_cst);
+  uint64_t r = deferredHead_.exchange(CompressedRef::kNull, std::memory_order_seq_cst);
   // Small chunks, and no class lock while the policy unlinks them (each
   // unlink touches two cold neighbours): an allocation waiting for either
   // lock waits for 16 items at most.
   constexpr size_t kChunk = 16;
-  uint32_t refs[kChunk];
+  RefWord refs[kChunk];
   CompressedRef slots[kChunk];
   size_t total = 0;
   while (r != CompressedRef::kNull) {
@@ -175,7 +176,7 @@ size_t AllocationClass::drainDeferred() {
       // a deferred item is owned, so nothing adds or evicts it, and the
       // list-lock hold that cleared kInList came before deferFree's release.
       if (it->hook.meta.load(std::memory_order_relaxed) & EvictionHook::kInList) refs[members++] = r;
-      r = it->hashNext;
+      r = it->chainNext();
     }
     if (members) policy_->removeBatch(refs, members);
     pushFreeBatch(slots, n);
@@ -198,15 +199,15 @@ void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool at
   // Chained before the lock; marked free under it (releaseSlab reads the
   // marks under the lock and must find a free-marked slot on the list).
   for (size_t i = 0; i < n; ++i) {
-    table_.item(refs[i])->hashNext = i + 1 < n ? refs[i + 1].raw() : CompressedRef::kNull;
+    table_.item(refs[i])->setChainNext(i + 1 < n ? refs[i + 1].raw() : CompressedRef::kNull);
   }
   std::lock_guard<ClassMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) table_.item(refs[i])->state.store(Item::kFreeSlot, std::memory_order_relaxed);
   if (atTail && freeTail_ != CompressedRef::kNull) {
-    table_.item(CompressedRef(freeTail_))->hashNext = refs[0].raw();
+    table_.item(CompressedRef(freeTail_))->setChainNext(refs[0].raw());
     freeTail_ = refs[n - 1].raw();
   } else {
-    table_.item(refs[n - 1])->hashNext = freeHead_;
+    table_.item(refs[n - 1])->setChainNext(freeHead_);
     if (freeHead_ == CompressedRef::kNull) freeTail_ = refs[n - 1].raw();
     freeHead_ = refs[0].raw();
   }
@@ -274,13 +275,13 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
 
 uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   std::lock_guard<ClassMutex> g(lock_);
-  if (slabs_.empty()) return CompressedRef::kNull;
+  if (slabs_.empty()) return kNoSlab;
   flushSpareLocked();  // a spare slot would make its slab look busy
   const uint32_t bits = table_.slotBits();
 
   // Free slots per slab (uncarved slots count as free).
   std::unordered_map<uint32_t, uint32_t> freePerSlab;
-  for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
+  for (uint64_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->chainNext()) {
     ++freePerSlab[CompressedRef(r).slab(bits)];
   }
   // Most free slots first: the cheapest slab to empty. Stable, so that
@@ -294,8 +295,8 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   const size_t firstClaim = claimed.size();
   claimed.reserve(firstClaim + slotsPerSlab_);
 
-  uint32_t victim = CompressedRef::kNull;
-  for (size_t k = 0; k < order.size() && k < kReleaseTries && victim == CompressedRef::kNull; ++k) {
+  uint32_t victim = kNoSlab;
+  for (size_t k = 0; k < order.size() && k < kReleaseTries && victim == kNoSlab; ++k) {
     const uint32_t slab = order[k].second;
     const uint32_t carved = carvedLocked(slab);
     // A pin can last for seconds: look before claiming anything (a claim
@@ -322,7 +323,7 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
     }
     victim = slab;
   }
-  if (victim == CompressedRef::kNull) return CompressedRef::kNull;
+  if (victim == kNoSlab) return kNoSlab;
   // Every slot of the victim is free or claimed by us, so no hit on its
   // items is in flight: the hits the policy buffered (refs into this slab
   // among them) are applied now, while the refs still mean this class's
@@ -331,17 +332,22 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
   for (size_t i = firstClaim; i < claimed.size(); ++i) policy_->remove(claimed[i].raw());
 
   // Drop the victim's free slots from the free list and stop carving it.
-  uint32_t* link = &freeHead_;
+  Item* prev = nullptr;  // the last slot kept; null: none yet (freeHead_ links)
   freeTail_ = CompressedRef::kNull;
-  while (*link != CompressedRef::kNull) {
-    Item* it = table_.item(CompressedRef(*link));
-    if (CompressedRef(*link).slab(bits) == victim) {
-      *link = it->hashNext;
+  for (uint64_t r = freeHead_; r != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(r));
+    const uint64_t next = it->chainNext();
+    if (CompressedRef(r).slab(bits) == victim) {
+      if (prev)
+        prev->setChainNext(next);
+      else
+        freeHead_ = next;
       --freeCount_;
     } else {
-      freeTail_ = *link;
-      link = &it->hashNext;
+      freeTail_ = r;
+      prev = it;
     }
+    r = next;
   }
   auto c = std::find(carve_.begin(), carve_.end(), victim);
   if (c != carve_.end()) {
@@ -360,9 +366,9 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
                             std::to_string(id_) + "): ";
   const uint32_t bits = table_.slotBits();
   std::unordered_set<uint32_t> owned(slabs_.begin(), slabs_.end());
-  std::unordered_set<uint32_t> freeSet;
-  uint32_t last = CompressedRef::kNull;
-  for (uint32_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->hashNext) {
+  std::unordered_set<uint64_t> freeSet;
+  uint64_t last = CompressedRef::kNull;
+  for (uint64_t r = freeHead_; r != CompressedRef::kNull; r = table_.item(CompressedRef(r))->chainNext()) {
     last = r;
     const CompressedRef ref(r);
     if (!owned.count(ref.slab(bits))) {
@@ -380,7 +386,7 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   if (freeSet.size() != freeCount_) out += where + "free count " + std::to_string(freeCount_) + " != list length\n";
   if (last != freeTail_) out += where + "free list tail is not its last slot\n";
   // The spare slot is free too, though owned-looking (kExclusive).
-  const uint32_t spare = spare_.load(std::memory_order_acquire);
+  const uint64_t spare = spare_.load(std::memory_order_acquire);
   if (spare != CompressedRef::kNull) {
     if (!owned.count(CompressedRef(spare).slab(bits))) out += where + "spare slot in a slab the class does not own\n";
     if (freeSet.count(spare)) out += where + "spare slot also on the free list\n";
@@ -392,12 +398,12 @@ void AllocationClass::check(std::string& out, uint64_t& liveItems) const {
   struct Ctx {
     const SlabTable* table;
     const AllocationClass* self;
-    std::unordered_set<uint32_t> members;
+    std::unordered_set<RefWord> members;
     std::string* out;
     std::string where;
   } ctx{&table_, this, {}, &out, where};
   const bool linksOk = policy_->forEach(
-      [](uint32_t ref, void* p) {
+      [](RefWord ref, void* p) {
         auto* c = static_cast<Ctx*>(p);
         if (!c->members.insert(ref).second) *c->out += c->where + "item twice in the eviction list\n";
         if (c->table->owner(CompressedRef(ref)) != c->self) *c->out += c->where + "list member of another class\n";

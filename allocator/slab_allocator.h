@@ -67,10 +67,10 @@ class SlabTable final : public HookResolver {
   bool persistent(CompressedRef ref) const { return slabs_[ref.slab(slotBits_)].persistent; }
   CompressedRef makeRef(uint32_t slab, uint32_t slot) const { return CompressedRef::make(slab, slot, slotBits_); }
 
-  EvictionHook& hook(uint32_t ref) const override { return item(CompressedRef(ref))->hook; }
+  EvictionHook& hook(RefWord ref) const override { return item(CompressedRef(ref))->hook; }
   // XXH3 of the item's key with a fixed seed: the same key hashes the same
   // in every tier and across restarts (the ghost and sketch follow keys).
-  uint64_t keyHash(uint32_t ref) const override;
+  uint64_t keyHash(RefWord ref) const override;
   // The same hash of a key not (or not yet) in an item.
   static uint64_t stableKeyHash(std::string_view key);
 
@@ -167,7 +167,7 @@ class AllocationClass {
   }
   // freeOwned later, in a batch: the item (exclusively owned, kExclusive,
   // maybe still in the eviction list) goes onto a lock-free list through
-  // its hashNext; drainDeferred() frees everything there with one
+  // its chain link; drainDeferred() frees everything there with one
   // policy-lock and then one class-lock hold per 16 (never both at once),
   // and an allocation that finds the free list empty drains first. While
   // deferred an item is
@@ -207,8 +207,9 @@ class AllocationClass {
   // skipped (its claims, if any, are undone: nothing is evicted for a slab
   // that is not released). On success the claimed refs are appended to
   // `claimed` (the caller demotes or unlinks them) and the slab id is
-  // returned; kNull when every slab tried holds a pin (`claimed` unchanged).
+  // returned; kNoSlab when every slab tried holds a pin (`claimed` unchanged).
   static constexpr size_t kReleaseTries = 8;
+  static constexpr uint32_t kNoSlab = UINT32_MAX;
   uint32_t releaseSlab(std::vector<CompressedRef>& claimed);
 
   // Consistency check on a quiescent cache; appends problems to `out`.
@@ -218,7 +219,7 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
-  void pushFreeHeadLocked(uint32_t ref);  // state already kFreeSlot
+  void pushFreeHeadLocked(uint64_t ref);  // state already kFreeSlot
   uint32_t carvedLocked(uint32_t slab) const;
   // The spare slot, if any, onto the free list (lock_ held).
   void flushSpareLocked();
@@ -242,17 +243,17 @@ class AllocationClass {
   std::vector<uint32_t> slabs_;        // every slab owned
   std::vector<uint32_t> carve_;        // slabs not fully carved; carving the back one
   uint32_t carveNext_ = 0;             // next uncarved slot in carve_.back()
-  uint32_t freeHead_ = CompressedRef::kNull;
+  uint64_t freeHead_ = CompressedRef::kNull;
   // The free list's last slot. The background evictor appends the slots it
   // frees here: it has just read them for the copy, so the next allocation
   // (another thread) would fetch every line of a head slot from the
   // evictor's cache; from the tail a slot is reused only after the free
   // list's length of allocations, when those lines have left it.
-  uint32_t freeTail_ = CompressedRef::kNull;
+  uint64_t freeTail_ = CompressedRef::kNull;
   uint64_t freeCount_ = 0;
   // deferFree's list (pushed with a CAS, taken whole with an exchange, so
   // no ABA); on its own line: writers of other threads push here.
-  alignas(64) std::atomic<uint32_t> deferredHead_{CompressedRef::kNull};
+  alignas(64) std::atomic<uint64_t> deferredHead_{CompressedRef::kNull};
   std::atomic<uint32_t> drainsInFlight_{0};
   // One freed slot kept outside the lock: pushFree puts a slot here when it
   // is empty (one CAS) and popFree takes it first (one exchange), so a
@@ -262,7 +263,7 @@ class AllocationClass {
   // for a deferred item, so a slot of a released slab is never handed out.
   // Counted by freeSlots() and check(), not by popFree's watermark test (one
   // slot); drainDeferred() and releaseSlab() move it to the free list.
-  std::atomic<uint32_t> spare_{CompressedRef::kNull};
+  std::atomic<uint64_t> spare_{CompressedRef::kNull};
 };
 
 

@@ -26,7 +26,7 @@ EvictionGhost::EvictionGhost(const SlabTable& table, uint32_t slotsPerSlab) : ta
   for (uint64_t i = 0; i < 2 * words_; ++i) filter_[i].store(0, std::memory_order_relaxed);
 }
 
-void EvictionGhost::evicted(uint32_t ref) {
+void EvictionGhost::evicted(RefWord ref) {
   const uint64_t hash = table_.keyHash(ref);
   if (!sampled(hash)) return;
   uint32_t g = current_.load(std::memory_order_relaxed);

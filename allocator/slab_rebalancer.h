@@ -43,7 +43,7 @@ class EvictionGhost final : public EvictionObserver {
   EvictionGhost(const SlabTable& table, uint32_t slotsPerSlab);
 
   // Under the class's policy lock (one writer at a time).
-  void evicted(uint32_t ref) override;
+  void evicted(RefWord ref) override;
   // A request for a key not in this class (stable hash, SlabTable::stableKeyHash):
   // counts a ghost hit if the class evicted it lately. Lock-free.
   void noteRequest(uint64_t hash) {

@@ -100,7 +100,7 @@ CacheStats StatsCollector::collect() const {
   p_.reaper.counters().copyTo(s);
   // Bucket bytes per item the cache holds, or per slot it could hold while filling.
   const double denom = static_cast<double>(std::max<uint64_t>({s.items, slots, 1}));
-  s.index_bytes_per_item = static_cast<double>(p_.index.bucketCount() * sizeof(uint32_t)) / denom;
+  s.index_bytes_per_item = static_cast<double>(p_.index.bucketCount() * AccessIndex::kBucketBytes) / denom;
   return s;
 }
 

@@ -2,7 +2,7 @@
 
 namespace tiercache {
 
-void ClockPolicy::add(uint32_t ref) {
+void ClockPolicy::add(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
   TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
@@ -10,7 +10,7 @@ void ClockPolicy::add(uint32_t ref) {
   list_.pushHead(ref);
 }
 
-void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
+void ClockPolicy::addBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) {
     TC_DCHECK(!(r_.hook(refs[i]).meta.load(std::memory_order_relaxed) & EvictionHook::kInList));
@@ -19,17 +19,17 @@ void ClockPolicy::addBatch(const uint32_t* refs, size_t n) {
   }
 }
 
-bool ClockPolicy::remove(uint32_t ref) {
+bool ClockPolicy::remove(RefWord ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
-void ClockPolicy::removeBatch(const uint32_t* refs, size_t n) {
+void ClockPolicy::removeBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
-bool ClockPolicy::removeLocked(uint32_t ref) {
+bool ClockPolicy::removeLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) return false;
   list_.unlink(ref);
@@ -37,7 +37,7 @@ bool ClockPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+bool ClockPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {
   EvictionHook& h = r_.hook(newRef);
   EvictionHook& o = r_.hook(oldRef);
   std::lock_guard<AdaptiveMutex> g(lock_);
@@ -49,7 +49,7 @@ bool ClockPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
-bool ClockPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+bool ClockPolicy::replace(RefWord newRef, RefWord oldRef) {
   EvictionHook& o = r_.hook(oldRef);
   std::lock_guard<AdaptiveMutex> g(lock_);
   const uint32_t m = o.meta.load(std::memory_order_relaxed);
@@ -64,7 +64,7 @@ bool ClockPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
-void ClockPolicy::onAccess(uint32_t /*ref*/, EvictionHook& hook) {
+void ClockPolicy::onAccess(RefWord /*ref*/, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   // Only members carry the bit: a removed item's hook must stay zero.
@@ -77,9 +77,9 @@ size_t ClockPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor)
   std::lock_guard<AdaptiveMutex> g(lock_);
   size_t taken = 0;
   size_t scanned = 0;
-  uint32_t cur = list_.tail();
+  RefWord cur = list_.tail();
   while (cur != IntrusiveList::kNull && taken < want && scanned < maxScan) {
-    const uint32_t prev = list_.prevOf(cur);
+    const RefWord prev = list_.prevOf(cur);
     ++scanned;
     EvictionHook& h = r_.hook(cur);
     if (h.meta.load(std::memory_order_relaxed) & EvictionHook::kAccessed) {
@@ -110,7 +110,7 @@ size_t ClockPolicy::size() const {
   return list_.size();
 }
 
-bool ClockPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+bool ClockPolicy::forEach(void (*fn)(RefWord, void*), void* ctx) const {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return list_.forEach(fn, ctx);
 }

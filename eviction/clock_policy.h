@@ -19,21 +19,21 @@ class ClockPolicy final : public EvictionPolicy {
  public:
   explicit ClockPolicy(const HookResolver& resolver) : EvictionPolicy(resolver), list_(resolver) {}
 
-  void add(uint32_t ref) override;
-  void addBatch(const uint32_t* refs, size_t n) override;
-  bool remove(uint32_t ref) override;
-  void removeBatch(const uint32_t* refs, size_t n) override;
-  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
+  void add(RefWord ref) override;
+  void addBatch(const RefWord* refs, size_t n) override;
+  bool remove(RefWord ref) override;
+  void removeBatch(const RefWord* refs, size_t n) override;
+  bool addAndRemove(RefWord newRef, RefWord oldRef) override;
   // The new item keeps the old one's place, accessed (as a hit).
-  bool replace(uint32_t newRef, uint32_t oldRef) override;
+  bool replace(RefWord newRef, RefWord oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "clock"; }
-  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+  bool forEach(void (*fn)(RefWord, void*), void* ctx) const override;
 
  private:
-  void onAccess(uint32_t ref, EvictionHook& hook) override;
-  bool removeLocked(uint32_t ref);  // lock_ held
+  void onAccess(RefWord ref, EvictionHook& hook) override;
+  bool removeLocked(RefWord ref);  // lock_ held
   mutable AdaptiveMutex lock_;
   IntrusiveList list_;
 };

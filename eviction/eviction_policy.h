@@ -32,31 +32,55 @@
 
 namespace tiercache {
 
-// 12 bytes inside every item. prev/next are guarded by the list lock; meta
-// is atomic because hits update it without the lock. Bit 31 is kInList for
-// every policy; the rest is the policy's own (each header says how):
+// A member's reference as policies see it: the 40 bits of the cache's
+// item reference (allocator/compressed_ref.h) in a 64-bit word. All ones
+// (kNullRef) is never a member.
+using RefWord = uint64_t;
+inline constexpr RefWord kNullRefWord = (RefWord{1} << 40) - 1;
+
+// 16 bytes inside every item. prev/next (40-bit refs, stored as a low word
+// and a high byte) are guarded by the list lock; meta is atomic because hits
+// update it without the lock. Bit 31 is kInList for every policy; the rest
+// is the policy's own (each header says how):
 //   LRU    bit 29 kHot (mid-point), bits 0..28 last-move time (ms mod 2^29)
 //   CLOCK  bit 30 kAccessed, bits 0..28 insertion time
 //   S3-FIFO, W-TinyLFU: see their headers (queue, frequency, time bits).
+// ownerBytes are the item's, never touched by a policy (the item keeps the
+// high byte of its index chain link there, which fills the header's last
+// word instead of adding one).
 struct EvictionHook {
   static constexpr uint32_t kInList = 1u << 31;
   static constexpr uint32_t kAccessed = 1u << 30;
   static constexpr uint32_t kHot = 1u << 29;
   static constexpr uint32_t kTimeMask = (1u << 29) - 1;
 
-  uint32_t prev;
-  uint32_t next;
+  uint32_t prevLo;
+  uint32_t nextLo;
   std::atomic<uint32_t> meta;
+  uint8_t prevHi;
+  uint8_t nextHi;
+  uint8_t ownerBytes[2];
+
+  RefWord prev() const { return prevLo | (RefWord{prevHi} << 32); }
+  RefWord next() const { return nextLo | (RefWord{nextHi} << 32); }
+  void setPrev(RefWord r) {
+    prevLo = static_cast<uint32_t>(r);
+    prevHi = static_cast<uint8_t>(r >> 32);
+  }
+  void setNext(RefWord r) {
+    nextLo = static_cast<uint32_t>(r);
+    nextHi = static_cast<uint8_t>(r >> 32);
+  }
 };
-static_assert(sizeof(EvictionHook) == 12);
+static_assert(sizeof(EvictionHook) == 16);
 
 class HookResolver {
  public:
-  virtual EvictionHook& hook(uint32_t ref) const = 0;
+  virtual EvictionHook& hook(RefWord ref) const = 0;
   // A 64-bit hash of the key of the member `ref` (stable across tiers, so a
   // ghost entry or a sketch count follows a key that is demoted and comes
   // back). Called for pinned or list-locked members only.
-  virtual uint64_t keyHash(uint32_t ref) const = 0;
+  virtual uint64_t keyHash(RefWord ref) const = 0;
 
  protected:
   ~HookResolver() = default;
@@ -78,12 +102,12 @@ class HookResolver {
 class EvictionVisitor {
  public:
   enum class Verdict { kTake, kSkip, kRotate, kStop };
-  virtual Verdict visit(uint32_t ref) = 0;
+  virtual Verdict visit(RefWord ref) = 0;
   // A candidate the policy turns away rather than ages out: S3-FIFO's small
   // queue evicting an item hit fewer than twice, W-TinyLFU's filter refusing
   // the window's victim. The cache may drop such items instead of demoting
   // them (eviction.demote_rejected); by default they are ordinary victims.
-  virtual Verdict visitRejected(uint32_t ref) { return visit(ref); }
+  virtual Verdict visitRejected(RefWord ref) { return visit(ref); }
 
  protected:
   ~EvictionVisitor() = default;
@@ -108,7 +132,7 @@ class EvictionAgeHistogram {
 // slab rebalancer uses it to remember what a class evicted lately.
 class EvictionObserver {
  public:
-  virtual void evicted(uint32_t ref) = 0;
+  virtual void evicted(RefWord ref) = 0;
 
  protected:
   ~EvictionObserver() = default;
@@ -116,29 +140,29 @@ class EvictionObserver {
 
 class EvictionPolicy {
  public:
-  static constexpr uint32_t kNullRef = 0xFFFFFFFFu;
+  static constexpr RefWord kNullRef = kNullRefWord;
 
   explicit EvictionPolicy(const HookResolver& resolver) : r_(resolver) {}
   virtual ~EvictionPolicy() = default;
 
   // The new item becomes a member (it must not be one).
-  virtual void add(uint32_t ref) = 0;
+  virtual void add(RefWord ref) = 0;
   // Adds n refs as add() would, in that order; a policy with a list lock
   // takes it once for the whole batch (the default just loops).
-  virtual void addBatch(const uint32_t* refs, size_t n) {
+  virtual void addBatch(const RefWord* refs, size_t n) {
     for (size_t i = 0; i < n; ++i) add(refs[i]);
   }
   // Returns false if ref was not a member.
-  virtual bool remove(uint32_t ref) = 0;
+  virtual bool remove(RefWord ref) = 0;
   // Removes n refs as remove() would; a policy with a list lock takes it
   // once for the whole batch (the default just loops).
-  virtual void removeBatch(const uint32_t* refs, size_t n) {
+  virtual void removeBatch(const RefWord* refs, size_t n) {
     for (size_t i = 0; i < n; ++i) remove(refs[i]);
   }
   // add(newRef) and remove(oldRef) as one step (a replacing set whose old
   // item is in the same class): a policy with a list lock takes it once.
   // Returns what remove(oldRef) would.
-  virtual bool addAndRemove(uint32_t newRef, uint32_t oldRef) {
+  virtual bool addAndRemove(RefWord newRef, RefWord oldRef) {
     add(newRef);
     return remove(oldRef);
   }
@@ -149,12 +173,12 @@ class EvictionPolicy {
   // key does not make it a newcomer again. Returns what remove(oldRef)
   // would; when oldRef was not a member, newRef is added as add() would.
   // Every policy here keeps the place; the default is addAndRemove.
-  virtual bool replace(uint32_t newRef, uint32_t oldRef) { return addAndRemove(newRef, oldRef); }
+  virtual bool replace(RefWord newRef, RefWord oldRef) { return addAndRemove(newRef, oldRef); }
   // A hit on ref (a find, a rewrite in place). The second form takes ref's
   // hook from a caller that has the item at hand, so the policy does not
   // resolve it again (a hot path: every find and every set in place).
-  void recordAccess(uint32_t ref) { onAccess(ref, r_.hook(ref)); }
-  void recordAccess(uint32_t ref, EvictionHook& hook) { onAccess(ref, hook); }
+  void recordAccess(RefWord ref) { onAccess(ref, r_.hook(ref)); }
+  void recordAccess(RefWord ref, EvictionHook& hook) { onAccess(ref, hook); }
   // Offers candidates, coldest first, to visitor; a kTake'n ref is unlinked
   // before the lock is released. Stops after `want` takes, `maxScan`
   // candidates or a kStop. Returns the number taken.
@@ -171,7 +195,7 @@ class EvictionPolicy {
   virtual const char* name() const = 0;
   // Walks the list under the lock (for consistency checks): calls fn on
   // every member and returns false if the links are broken.
-  virtual bool forEach(void (*fn)(uint32_t ref, void* ctx), void* ctx) const = 0;
+  virtual bool forEach(void (*fn)(RefWord ref, void* ctx), void* ctx) const = 0;
   // Bytes the policy holds outside the items (ghost queue, sketch).
   virtual size_t metadataBytes() const { return 0; }
 
@@ -183,9 +207,9 @@ class EvictionPolicy {
 
  protected:
   // The policy's part of recordAccess; hook is ref's.
-  virtual void onAccess(uint32_t ref, EvictionHook& hook) = 0;
+  virtual void onAccess(RefWord ref, EvictionHook& hook) = 0;
   // Every policy calls this for each item it gives up, under its list lock.
-  void noteTaken(uint32_t ref, uint32_t ageMs) {
+  void noteTaken(RefWord ref, uint32_t ageMs) {
     ages_.record(ageMs);
     if (observer_) observer_->evicted(ref);
   }

@@ -12,68 +12,84 @@ namespace tiercache {
 
 class IntrusiveList {
  public:
-  static constexpr uint32_t kNull = EvictionPolicy::kNullRef;
+  static constexpr RefWord kNull = EvictionPolicy::kNullRef;
 
   explicit IntrusiveList(const HookResolver& r) : r_(r) {}
 
-  uint32_t head() const { return head_; }
-  uint32_t tail() const { return tail_; }
+  RefWord head() const { return head_; }
+  RefWord tail() const { return tail_; }
   size_t size() const { return size_; }
 
-  void pushHead(uint32_t ref) {
+  void pushHead(RefWord ref) {
     TC_DCHECK(ref != kNull && ref != head_);  // a member is never pushed again
     EvictionHook& h = r_.hook(ref);
-    h.prev = kNull;
-    h.next = head_;
-    if (head_ != kNull) r_.hook(head_).prev = ref;
+    h.setPrev(kNull);
+    h.setNext(head_);
+    if (head_ != kNull) r_.hook(head_).setPrev(ref);
     head_ = ref;
     if (tail_ == kNull) tail_ = ref;
     ++size_;
   }
 
-  void pushTail(uint32_t ref) {
+  void pushTail(RefWord ref) {
     TC_DCHECK(ref != kNull && ref != tail_);
     EvictionHook& h = r_.hook(ref);
-    h.next = kNull;
-    h.prev = tail_;
-    if (tail_ != kNull) r_.hook(tail_).next = ref;
+    h.setNext(kNull);
+    h.setPrev(tail_);
+    if (tail_ != kNull) r_.hook(tail_).setNext(ref);
     tail_ = ref;
     if (head_ == kNull) head_ = ref;
     ++size_;
   }
 
-  void unlink(uint32_t ref) {
+  void unlink(RefWord ref) {
     EvictionHook& h = r_.hook(ref);
     TC_DCHECK(size_ > 0);  // the count never wraps
     TC_DCHECK(isLinked(ref, h));
-    if (h.prev != kNull) r_.hook(h.prev).next = h.next; else head_ = h.next;
-    if (h.next != kNull) r_.hook(h.next).prev = h.prev; else tail_ = h.prev;
-    h.prev = h.next = kNull;
+    const RefWord prev = h.prev(), next = h.next();
+    if (prev != kNull)
+      r_.hook(prev).setNext(next);
+    else
+      head_ = next;
+    if (next != kNull)
+      r_.hook(next).setPrev(prev);
+    else
+      tail_ = prev;
+    h.setPrev(kNull);
+    h.setNext(kNull);
     --size_;
   }
 
   // newRef (not a member of any list) takes member oldRef's place; oldRef
   // leaves the list. One splice: the neighbours' links, no count change.
-  void replace(uint32_t oldRef, uint32_t newRef) {
+  void replace(RefWord oldRef, RefWord newRef) {
     EvictionHook& o = r_.hook(oldRef);
     EvictionHook& n = r_.hook(newRef);
     TC_DCHECK(newRef != oldRef && newRef != head_ && newRef != tail_);
     TC_DCHECK(isLinked(oldRef, o));
-    n.prev = o.prev;
-    n.next = o.next;
-    if (o.prev != kNull) r_.hook(o.prev).next = newRef; else head_ = newRef;
-    if (o.next != kNull) r_.hook(o.next).prev = newRef; else tail_ = newRef;
-    o.prev = o.next = kNull;
+    const RefWord prev = o.prev(), next = o.next();
+    n.setPrev(prev);
+    n.setNext(next);
+    if (prev != kNull)
+      r_.hook(prev).setNext(newRef);
+    else
+      head_ = newRef;
+    if (next != kNull)
+      r_.hook(next).setPrev(newRef);
+    else
+      tail_ = newRef;
+    o.setPrev(kNull);
+    o.setNext(kNull);
   }
 
-  uint32_t prevOf(uint32_t ref) const { return r_.hook(ref).prev; }
+  RefWord prevOf(RefWord ref) const { return r_.hook(ref).prev(); }
 
   // Walks head to tail; false if a link is inconsistent or the count is off.
-  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+  bool forEach(void (*fn)(RefWord, void*), void* ctx) const {
     size_t n = 0;
-    uint32_t prev = kNull;
-    for (uint32_t cur = head_; cur != kNull; cur = r_.hook(cur).next) {
-      if (r_.hook(cur).prev != prev || ++n > size_) return false;
+    RefWord prev = kNull;
+    for (RefWord cur = head_; cur != kNull; cur = r_.hook(cur).next()) {
+      if (r_.hook(cur).prev() != prev || ++n > size_) return false;
       if (fn) fn(cur, ctx);
       prev = cur;
     }
@@ -83,13 +99,13 @@ class IntrusiveList {
  private:
   // What a member's links say of it: an end link of kNull means it is that
   // end of this list (a ref that is in no list, or in another, fails).
-  bool isLinked(uint32_t ref, const EvictionHook& h) const {
-    return (h.prev != kNull || head_ == ref) && (h.next != kNull || tail_ == ref);
+  bool isLinked(RefWord ref, const EvictionHook& h) const {
+    return (h.prev() != kNull || head_ == ref) && (h.next() != kNull || tail_ == ref);
   }
 
   const HookResolver& r_;
-  uint32_t head_ = kNull;
-  uint32_t tail_ = kNull;
+  RefWord head_ = kNull;
+  RefWord tail_ = kNull;
   size_t size_ = 0;
 };
 

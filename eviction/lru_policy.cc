@@ -16,17 +16,17 @@ LruPolicy::LruPolicy(const HookResolver& resolver, uint32_t insertionPoint, uint
       interval_(refreshRatio > 0 ? 0 : refreshMs),  // adaptive: exact LRU until the first eviction
       hot_(resolver),
       cold_(resolver),
-      pending_(std::make_unique<std::atomic<uint32_t>[]>(kPending)) {
+      pending_(std::make_unique<std::atomic<RefWord>[]>(kPending)) {
   for (uint32_t i = 0; i < kPending; ++i) pending_[i].store(kNullRef, std::memory_order_relaxed);
 }
 
-void LruPolicy::add(uint32_t ref) {
+void LruPolicy::add(RefWord ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   if (interval_.load(std::memory_order_relaxed) == 0) applyPendingLocked();
   addLocked(ref);
 }
 
-void LruPolicy::addLocked(uint32_t ref) {
+void LruPolicy::addLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   if (insertionPoint_ == 0) {
@@ -39,32 +39,32 @@ void LruPolicy::addLocked(uint32_t ref) {
   rebalanceLocked();
 }
 
-void LruPolicy::addBatch(const uint32_t* refs, size_t n) {
+void LruPolicy::addBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   if (interval_.load(std::memory_order_relaxed) == 0) applyPendingLocked();
   for (size_t i = 0; i < n; ++i) addLocked(refs[i]);
 }
 
-bool LruPolicy::remove(uint32_t ref) {
+bool LruPolicy::remove(RefWord ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyPendingLocked();
   return removeLocked(ref);
 }
 
-void LruPolicy::removeBatch(const uint32_t* refs, size_t n) {
+void LruPolicy::removeBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyPendingLocked();
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
-bool LruPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+bool LruPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyPendingLocked();
   addLocked(newRef);
   return removeLocked(oldRef);
 }
 
-bool LruPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+bool LruPolicy::replace(RefWord newRef, RefWord oldRef) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyPendingLocked();
   EvictionHook& o = r_.hook(oldRef);
@@ -88,7 +88,7 @@ bool LruPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return true;
 }
 
-bool LruPolicy::removeLocked(uint32_t ref) {
+bool LruPolicy::removeLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
@@ -98,7 +98,7 @@ bool LruPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
+void LruPolicy::onAccess(RefWord ref, EvictionHook& h) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
   uint32_t seen = h.meta.load(std::memory_order_relaxed);
   // Modular age: an item idle for more than 2^28 ms may look fresh once.
@@ -127,7 +127,7 @@ void LruPolicy::onAccess(uint32_t ref, EvictionHook& h) {
   moveToHeadLocked(ref);
 }
 
-bool LruPolicy::appendPending(uint32_t ref) {
+bool LruPolicy::appendPending(RefWord ref) {
   uint32_t t = pendingTail_.load(std::memory_order_relaxed);
   do {
     if (t - pendingHead_.load(std::memory_order_acquire) >= kPending) return false;
@@ -150,11 +150,11 @@ void LruPolicy::applyPendingLocked(uint32_t most) {
   uint32_t tail = pendingTail_.load(std::memory_order_acquire);
   if (head == tail) return;
   if (tail - head > most) tail = head + most;
-  uint32_t refs[kPending];
+  RefWord refs[kPending];
   size_t n = 0;
   for (; head != tail; ++head) {
-    std::atomic<uint32_t>& slot = pending_[head & (kPending - 1)];
-    uint32_t ref;
+    std::atomic<RefWord>& slot = pending_[head & (kPending - 1)];
+    RefWord ref;
     // An index claimed but not yet stored: that hit is between two
     // instructions (it holds no lock), so the wait is short.
     while ((ref = slot.exchange(kNullRef, std::memory_order_acquire)) == kNullRef) std::this_thread::yield();
@@ -169,13 +169,13 @@ void LruPolicy::applyPendingLocked(uint32_t most) {
   for (size_t i = 0; i < n; ++i) {
     const EvictionHook& h = r_.hook(refs[i]);
     if (!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList)) continue;
-    if (h.prev != kNullRef) __builtin_prefetch(&r_.hook(h.prev), 1);
-    if (h.next != kNullRef) __builtin_prefetch(&r_.hook(h.next), 1);
+    if (h.prev() != kNullRef) __builtin_prefetch(&r_.hook(h.prev()), 1);
+    if (h.next() != kNullRef) __builtin_prefetch(&r_.hook(h.next()), 1);
   }
   for (size_t i = 0; i < n; ++i) moveToHeadLocked(refs[i]);
 }
 
-void LruPolicy::moveToHeadLocked(uint32_t ref) {
+void LruPolicy::moveToHeadLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return;  // left the list since its hit
@@ -190,13 +190,13 @@ void LruPolicy::rebalanceLocked() {
   const size_t target = (hot_.size() + cold_.size()) >> insertionPoint_;
   // Move the boundary one item at a time: each call changes sizes by at most one.
   while (cold_.size() < target && hot_.size() > 0) {
-    const uint32_t ref = hot_.tail();
+    const RefWord ref = hot_.tail();
     hot_.unlink(ref);
     r_.hook(ref).meta.fetch_and(~EvictionHook::kHot, std::memory_order_relaxed);
     cold_.pushHead(ref);
   }
   while (cold_.size() > target + 1) {
-    const uint32_t ref = cold_.head();
+    const RefWord ref = cold_.head();
     cold_.unlink(ref);
     r_.hook(ref).meta.fetch_or(EvictionHook::kHot, std::memory_order_relaxed);
     hot_.pushTail(ref);  // older than everything in hot
@@ -209,9 +209,9 @@ size_t LruPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor) {
   size_t taken = 0;
   size_t scanned = 0;
   for (IntrusiveList* list : {&cold_, &hot_}) {
-    uint32_t cur = list->tail();
+    RefWord cur = list->tail();
     while (cur != IntrusiveList::kNull && taken < want && scanned < maxScan) {
-      const uint32_t prev = list->prevOf(cur);
+      const RefWord prev = list->prevOf(cur);
       ++scanned;
       TC_DCHECK(&listOf(r_.hook(cur).meta.load(std::memory_order_relaxed)) == list);  // its meta names its list
       switch (visitor.visit(cur)) {
@@ -255,7 +255,7 @@ size_t LruPolicy::size() const {
   return hot_.size() + cold_.size();
 }
 
-bool LruPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+bool LruPolicy::forEach(void (*fn)(RefWord, void*), void* ctx) const {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return hot_.forEach(fn, ctx) && cold_.forEach(fn, ctx);
 }

@@ -58,14 +58,14 @@ class LruPolicy final : public EvictionPolicy {
     return pendingTail_.load(std::memory_order_relaxed) - pendingHead_.load(std::memory_order_relaxed);
   }
 
-  void add(uint32_t ref) override;
-  void addBatch(const uint32_t* refs, size_t n) override;
-  bool remove(uint32_t ref) override;
-  void removeBatch(const uint32_t* refs, size_t n) override;
-  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
+  void add(RefWord ref) override;
+  void addBatch(const RefWord* refs, size_t n) override;
+  bool remove(RefWord ref) override;
+  void removeBatch(const RefWord* refs, size_t n) override;
+  bool addAndRemove(RefWord newRef, RefWord oldRef) override;
   // The new item keeps the old one's place and move time, moved to the head
   // only as a hit would be (after the refresh interval).
-  bool replace(uint32_t newRef, uint32_t oldRef) override;
+  bool replace(RefWord newRef, RefWord oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   // byBackgroundWorker: from now on a hit that finds the ring full applies
   // only its oldest kHitApply moves (the worker applies the rest).
@@ -73,19 +73,19 @@ class LruPolicy final : public EvictionPolicy {
   void backgroundWorkerStopped() override { backgroundApplies_.store(false, std::memory_order_relaxed); }
   size_t size() const override;
   const char* name() const override { return "lru"; }
-  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+  bool forEach(void (*fn)(RefWord, void*), void* ctx) const override;
 
  private:
-  void onAccess(uint32_t ref, EvictionHook& hook) override;
+  void onAccess(RefWord ref, EvictionHook& hook) override;
   // False when the ring is full.
-  bool appendPending(uint32_t ref);
+  bool appendPending(RefWord ref);
   // Moves the ring's oldest `most` refs (all by default) to the head of
   // hot, in order.
   void applyPendingLocked(uint32_t most = kPending);
-  void moveToHeadLocked(uint32_t ref);
+  void moveToHeadLocked(RefWord ref);
   void rebalanceLocked();
-  void addLocked(uint32_t ref);
-  bool removeLocked(uint32_t ref);
+  void addLocked(RefWord ref);
+  bool removeLocked(RefWord ref);
   void noteEvictionAge(uint32_t idleMs);
   IntrusiveList& listOf(uint32_t meta) { return (meta & EvictionHook::kHot) ? hot_ : cold_; }
 
@@ -103,7 +103,7 @@ class LruPolicy final : public EvictionPolicy {
   static constexpr uint32_t kPending = 256;
   static constexpr uint32_t kHitApply = 32;  // see applyPendingAccesses
   std::atomic<bool> backgroundApplies_{false};
-  std::unique_ptr<std::atomic<uint32_t>[]> pending_;
+  std::unique_ptr<std::atomic<RefWord>[]> pending_;
   alignas(64) std::atomic<uint32_t> pendingTail_{0};
   alignas(64) std::atomic<uint32_t> pendingHead_{0};
 };

@@ -88,21 +88,21 @@ S3FifoPolicy::S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent)
       small_(resolver),
       main_(resolver) {}
 
-void S3FifoPolicy::add(uint32_t ref) {
+void S3FifoPolicy::add(RefWord ref) {
   // Hashed outside the list lock: the ghost lookup needs it.
   const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(ref, hash);
 }
 
-bool S3FifoPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+bool S3FifoPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {
   const uint64_t hash = r_.keyHash(newRef);
   std::lock_guard<AdaptiveMutex> g(lock_);
   addLocked(newRef, hash);
   return removeLocked(oldRef);
 }
 
-bool S3FifoPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+bool S3FifoPolicy::replace(RefWord newRef, RefWord oldRef) {
   EvictionHook& o = r_.hook(oldRef);
   {
     std::lock_guard<AdaptiveMutex> g(lock_);
@@ -119,7 +119,7 @@ bool S3FifoPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return false;
 }
 
-void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
+void S3FifoPolicy::addLocked(RefWord ref, uint64_t hash) {
   EvictionHook& h = r_.hook(ref);
   TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   if (ghost_.take(hash)) {
@@ -131,17 +131,17 @@ void S3FifoPolicy::addLocked(uint32_t ref, uint64_t hash) {
   }
 }
 
-bool S3FifoPolicy::remove(uint32_t ref) {
+bool S3FifoPolicy::remove(RefWord ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
-void S3FifoPolicy::removeBatch(const uint32_t* refs, size_t n) {
+void S3FifoPolicy::removeBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
-bool S3FifoPolicy::removeLocked(uint32_t ref) {
+bool S3FifoPolicy::removeLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
@@ -150,7 +150,7 @@ bool S3FifoPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void S3FifoPolicy::onAccess(uint32_t /*ref*/, EvictionHook& hook) {
+void S3FifoPolicy::onAccess(RefWord /*ref*/, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   uint32_t m = meta.load(std::memory_order_relaxed);
   // One attempt: a lost race loses one count, which the policy tolerates.
@@ -175,7 +175,7 @@ size_t S3FifoPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visitor
     const size_t smallTarget = std::max<size_t>(1, total * smallPercent_ / 100);
     const bool fromSmall = small_.size() > 0 && (small_.size() >= smallTarget || main_.size() == 0);
     IntrusiveList& list = fromSmall ? small_ : main_;
-    const uint32_t cur = list.tail();
+    const RefWord cur = list.tail();
     EvictionHook& h = r_.hook(cur);
     const uint32_t m = h.meta.load(std::memory_order_relaxed);
     TC_DCHECK((m & EvictionHook::kInList) && ((m & kMain) != 0) == !fromSmall);  // its meta names its queue
@@ -233,7 +233,7 @@ size_t S3FifoPolicy::metadataBytes() const {
   return ghost_.bytes();
 }
 
-bool S3FifoPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+bool S3FifoPolicy::forEach(void (*fn)(RefWord, void*), void* ctx) const {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return small_.forEach(fn, ctx) && main_.forEach(fn, ctx);
 }

@@ -74,26 +74,26 @@ class S3FifoPolicy final : public EvictionPolicy {
 
   S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent);
 
-  void add(uint32_t ref) override;
-  bool remove(uint32_t ref) override;
-  void removeBatch(const uint32_t* refs, size_t n) override;
-  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
+  void add(RefWord ref) override;
+  bool remove(RefWord ref) override;
+  void removeBatch(const RefWord* refs, size_t n) override;
+  bool addAndRemove(RefWord newRef, RefWord oldRef) override;
   // The new item keeps the old one's queue and place, its frequency one up
   // (as a hit); the ghost is not consulted (the key never left).
-  bool replace(uint32_t newRef, uint32_t oldRef) override;
+  bool replace(RefWord newRef, RefWord oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "s3fifo"; }
-  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+  bool forEach(void (*fn)(RefWord, void*), void* ctx) const override;
   size_t metadataBytes() const override;
 
   size_t smallSize() const;
   size_t mainSize() const;
 
  private:
-  void onAccess(uint32_t ref, EvictionHook& hook) override;
-  bool removeLocked(uint32_t ref);  // lock_ held
-  void addLocked(uint32_t ref, uint64_t hash);  // lock_ held; hash: keyHash(ref)
+  void onAccess(RefWord ref, EvictionHook& hook) override;
+  bool removeLocked(RefWord ref);              // lock_ held
+  void addLocked(RefWord ref, uint64_t hash);  // lock_ held; hash: keyHash(ref)
   const uint32_t smallPercent_;
   mutable AdaptiveMutex lock_;
   IntrusiveList small_;

@@ -36,7 +36,7 @@ IntrusiveList& WTinyLfuPolicy::listOf(uint32_t meta) {
   }
 }
 
-void WTinyLfuPolicy::moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head) {
+void WTinyLfuPolicy::moveTo(RefWord ref, uint32_t meta, Segment seg, bool head) {
   listOf(meta).unlink(ref);
   // The move clears kAccessed: the second chance is spent.
   const uint32_t next = EvictionHook::kInList | (static_cast<uint32_t>(seg) << kSegShift) | (meta & kTimeMask);
@@ -72,7 +72,7 @@ void WTinyLfuPolicy::growSketchLocked() {
 // add, addAndRemove and replace apply the caller's buffered hits before
 // their own increment, so that one thread's increments reach the sketch in
 // the order of its calls.
-void WTinyLfuPolicy::add(uint32_t ref) {
+void WTinyLfuPolicy::add(RefWord ref) {
   const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyOwnHitsLocked();
@@ -80,7 +80,7 @@ void WTinyLfuPolicy::add(uint32_t ref) {
   addLocked(ref);
 }
 
-bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
+bool WTinyLfuPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {
   const uint64_t hash = r_.keyHash(newRef);
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyOwnHitsLocked();
@@ -89,7 +89,7 @@ bool WTinyLfuPolicy::addAndRemove(uint32_t newRef, uint32_t oldRef) {
   return removeLocked(oldRef);
 }
 
-bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
+bool WTinyLfuPolicy::replace(RefWord newRef, RefWord oldRef) {
   bool member = false;
   bool count = true;
   {
@@ -114,7 +114,7 @@ bool WTinyLfuPolicy::replace(uint32_t newRef, uint32_t oldRef) {
   return member;
 }
 
-void WTinyLfuPolicy::addLocked(uint32_t ref) {
+void WTinyLfuPolicy::addLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   TC_DCHECK(!(h.meta.load(std::memory_order_relaxed) & EvictionHook::kInList));  // added at most once
   h.meta.store(EvictionHook::kInList | (kWindow << kSegShift) | nowStamp(), std::memory_order_relaxed);
@@ -126,23 +126,23 @@ void WTinyLfuPolicy::addLocked(uint32_t ref) {
   // full class never exceeds its share.
   const size_t total = window_.size() + probation_.size() + protected_.size();
   if (window_.size() > 2 * windowTarget(total)) {
-    const uint32_t t = window_.tail();
+    const RefWord t = window_.tail();
     moveTo(t, r_.hook(t).meta.load(std::memory_order_relaxed), kProbation, true);
   }
   growSketchLocked();
 }
 
-bool WTinyLfuPolicy::remove(uint32_t ref) {
+bool WTinyLfuPolicy::remove(RefWord ref) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return removeLocked(ref);
 }
 
-void WTinyLfuPolicy::removeBatch(const uint32_t* refs, size_t n) {
+void WTinyLfuPolicy::removeBatch(const RefWord* refs, size_t n) {
   std::lock_guard<AdaptiveMutex> g(lock_);
   for (size_t i = 0; i < n; ++i) removeLocked(refs[i]);
 }
 
-bool WTinyLfuPolicy::removeLocked(uint32_t ref) {
+bool WTinyLfuPolicy::removeLocked(RefWord ref) {
   EvictionHook& h = r_.hook(ref);
   const uint32_t meta = h.meta.load(std::memory_order_relaxed);
   if (!(meta & EvictionHook::kInList)) return false;
@@ -151,7 +151,7 @@ bool WTinyLfuPolicy::removeLocked(uint32_t ref) {
   return true;
 }
 
-void WTinyLfuPolicy::onAccess(uint32_t ref, EvictionHook& hook) {
+void WTinyLfuPolicy::onAccess(RefWord ref, EvictionHook& hook) {
   std::atomic<uint32_t>& meta = hook.meta;
   const uint32_t m = meta.load(std::memory_order_relaxed);
   if (!(m & EvictionHook::kInList)) return;
@@ -188,20 +188,20 @@ void WTinyLfuPolicy::recordHit(uint64_t keyHash) {
   }
 }
 
-uint32_t WTinyLfuPolicy::estimate(uint32_t ref) const {
+uint32_t WTinyLfuPolicy::estimate(RefWord ref) const {
   const uint64_t hash = r_.keyHash(ref);
   std::lock_guard<AdaptiveMutex> g(lock_);
   applyAllHitsLocked();
   return sketch_.load(std::memory_order_relaxed)->estimate(hash);
 }
 
-uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
+RefWord WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
   const size_t budget = moves + 2 * (probation_.size() + protected_.size()) + 2;
   while (moves < budget) {
     // Keep protected within its share of main; its tail overflows to probation.
     const size_t mainSize = probation_.size() + protected_.size();
     while (protected_.size() > mainSize * kProtectedPercent / 100) {
-      const uint32_t t = protected_.tail();
+      const RefWord t = protected_.tail();
       const uint32_t m = r_.hook(t).meta.load(std::memory_order_relaxed);
       if (m & EvictionHook::kAccessed) {
         moveTo(t, m, kProtected, true);  // recently hit: stays protected
@@ -211,7 +211,7 @@ uint32_t WTinyLfuPolicy::mainVictimLocked(size_t& moves) {
       ++moves;
     }
     IntrusiveList& from = probation_.size() ? probation_ : protected_;
-    const uint32_t t = from.tail();
+    const RefWord t = from.tail();
     if (t == IntrusiveList::kNull) return EvictionPolicy::kNullRef;
     const uint32_t m = r_.hook(t).meta.load(std::memory_order_relaxed);
     if (!(m & EvictionHook::kAccessed)) return t;
@@ -239,12 +239,12 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
   size_t moves = 0;
   // Main's victim stays the same while the filter turns newcomers away:
   // its key is hashed and estimated once, not once per newcomer.
-  uint32_t estimated = kNullRef;
+  RefWord estimated = kNullRef;
   uint32_t victimEstimate = 0;
   const size_t maxMoves = 4 * (window_.size() + probation_.size() + protected_.size()) + maxScan;
   const size_t windowAtStart = window_.size();
   size_t grown = 0;  // main victims taken to let the window grow
-  auto offer = [&](uint32_t ref, bool rejected) {
+  auto offer = [&](RefWord ref, bool rejected) {
     ++offered;
     const uint32_t m = r_.hook(ref).meta.load(std::memory_order_relaxed);
     TC_DCHECK(m & EvictionHook::kInList);  // a victim is a member
@@ -271,7 +271,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
     // each window victim of this batch makes room for an insert to come,
     // so the window's own shrinking within the batch is no deficit.
     if (window_.size() == 0 || (windowAtStart + grown < target && mainSize > 0)) {
-      const uint32_t v = mainVictimLocked(moves);
+      const RefWord v = mainVictimLocked(moves);
       if (v != kNullRef) {
         const size_t before = taken;
         if (!offer(v, false)) break;
@@ -280,7 +280,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
       }
       if (window_.size() == 0) break;
     }
-    const uint32_t c = window_.tail();
+    const RefWord c = window_.tail();
     const uint32_t cm = r_.hook(c).meta.load(std::memory_order_relaxed);
     if (cm & EvictionHook::kAccessed) {
       moveTo(c, cm, kWindow, true);  // LRU window, approximated
@@ -293,7 +293,7 @@ size_t WTinyLfuPolicy::evict(size_t want, size_t maxScan, EvictionVisitor& visit
       ++moves;
       continue;
     }
-    const uint32_t v = mainVictimLocked(moves);
+    const RefWord v = mainVictimLocked(moves);
     if (v == kNullRef) {
       if (!offer(c, false)) break;
       continue;
@@ -330,7 +330,7 @@ size_t WTinyLfuPolicy::metadataBytes() const {
   return n + hits_.bytes();
 }
 
-bool WTinyLfuPolicy::forEach(void (*fn)(uint32_t, void*), void* ctx) const {
+bool WTinyLfuPolicy::forEach(void (*fn)(RefWord, void*), void* ctx) const {
   std::lock_guard<AdaptiveMutex> g(lock_);
   return window_.forEach(fn, ctx) && probation_.forEach(fn, ctx) && protected_.forEach(fn, ctx);
 }

@@ -59,22 +59,22 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   WTinyLfuPolicy(const HookResolver& resolver, uint32_t windowPercent,
                  std::shared_ptr<const WindowSignal> signal = nullptr);
 
-  void add(uint32_t ref) override;
-  bool remove(uint32_t ref) override;
-  void removeBatch(const uint32_t* refs, size_t n) override;
-  bool addAndRemove(uint32_t newRef, uint32_t oldRef) override;
+  void add(RefWord ref) override;
+  bool remove(RefWord ref) override;
+  void removeBatch(const RefWord* refs, size_t n) override;
+  bool addAndRemove(RefWord newRef, RefWord oldRef) override;
   // The new item keeps the old one's segment and place, accessed (a hit's
   // second chance and sketch count); no window overflow, no growth.
-  bool replace(uint32_t newRef, uint32_t oldRef) override;
+  bool replace(RefWord newRef, RefWord oldRef) override;
   size_t evict(size_t want, size_t maxScan, EvictionVisitor& visitor) override;
   size_t size() const override;
   const char* name() const override { return "wtinylfu"; }
-  bool forEach(void (*fn)(uint32_t, void*), void* ctx) const override;
+  bool forEach(void (*fn)(RefWord, void*), void* ctx) const override;
   size_t metadataBytes() const override;
 
   // Frequency estimate of a member's key (tests, diagnostics); applies the
   // buffered hits first.
-  uint32_t estimate(uint32_t ref) const;
+  uint32_t estimate(RefWord ref) const;
   size_t windowSize() const;
   // Hits buffered and not yet in the sketch; hits dropped because a full
   // stripe found the lock busy (tests, diagnostics).
@@ -82,19 +82,19 @@ class WTinyLfuPolicy final : public EvictionPolicy {
   uint64_t droppedHits() const { return droppedHits_.load(std::memory_order_relaxed); }
 
  private:
-  void onAccess(uint32_t ref, EvictionHook& hook) override;
+  void onAccess(RefWord ref, EvictionHook& hook) override;
   // A hit's sketch increment, through the caller's stripe (see above).
   void recordHit(uint64_t keyHash);
   // lock_ held: the buffered hits into the current sketch.
   void applyOwnHitsLocked() const;
   void applyAllHitsLocked() const;
-  bool removeLocked(uint32_t ref);  // lock_ held
-  void addLocked(uint32_t ref);     // lock_ held; the sketch already counted it
+  bool removeLocked(RefWord ref);  // lock_ held
+  void addLocked(RefWord ref);     // lock_ held; the sketch already counted it
   IntrusiveList& listOf(uint32_t meta);
-  void moveTo(uint32_t ref, uint32_t meta, Segment seg, bool head);
+  void moveTo(RefWord ref, uint32_t meta, Segment seg, bool head);
   void growSketchLocked();
   // Main's victim after second chances (probation first), or kNullRef.
-  uint32_t mainVictimLocked(size_t& moves);
+  RefWord mainVictimLocked(size_t& moves);
 
   // The window's target size for this many members.
   size_t windowTarget(size_t members) const;

@@ -23,6 +23,7 @@ const char* memoryKindName(MemoryKind kind) {
     case MemoryKind::kDram: return "DRAM";
     case MemoryKind::kNvm: return "NVM";
     case MemoryKind::kHbm: return "HBM";
+    case MemoryKind::kCxlDram: return "CXL-DRAM";
     case MemoryKind::kOther: return "other";
   }
   return "unknown";
@@ -61,12 +62,13 @@ std::string listString(hwloc_const_bitmap_t set) {
   return out;
 }
 
-MemoryKind kindFromSubtype(const char* subtype) {
-  if (!subtype || !*subtype) return MemoryKind::kDram;
-  std::string s(subtype);
-  if (s == "DRAM") return MemoryKind::kDram;
-  if (s == "NVM") return MemoryKind::kNvm;
+// cxlDevice: the node has hwloc's CXLDevice info attribute (a CXL window).
+MemoryKind kindFromSubtype(const char* subtype, bool cxlDevice) {
+  const std::string s(subtype ? subtype : "");
+  if (s.empty() || s == "DRAM") return cxlDevice ? MemoryKind::kCxlDram : MemoryKind::kDram;
+  if (s == "NVM" || s == "CXL-NVM") return MemoryKind::kNvm;
   if (s == "HBM" || s == "MCDRAM") return MemoryKind::kHbm;
+  if (s == "CXL-DRAM") return MemoryKind::kCxlDram;
   return MemoryKind::kOther;
 }
 
@@ -144,7 +146,7 @@ struct Topology::Impl {
       NumaNode node;
       node.os_index = obj->os_index;
       node.subtype = obj->subtype ? obj->subtype : "";
-      node.kind = kindFromSubtype(obj->subtype);
+      node.kind = kindFromSubtype(obj->subtype, hwloc_obj_get_info_by_name(obj, "CXLDevice") != nullptr);
       node.capacity = obj->attr ? obj->attr->numanode.local_memory : 0;
       node.cpus = listString(obj->cpuset);
       if (hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, obj)) {

@@ -38,10 +38,13 @@ class BindError : public std::runtime_error {
 };
 
 // hwloc's NUMA-node subtype, folded to what the tier planner cares about:
-// "DRAM" or none -> kDram, "NVM" -> kNvm, "HBM"/"MCDRAM" -> kHbm, any other
-// subtype (e.g. "SPM", "GPUMemory") -> kOther, never auto-planned.
-enum class MemoryKind : uint8_t { kDram, kNvm, kHbm, kOther };
-const char* memoryKindName(MemoryKind kind);  // "DRAM", "NVM", "HBM", "other"
+// "DRAM" or none -> kDram, "NVM" or "CXL-NVM" -> kNvm, "HBM"/"MCDRAM" ->
+// kHbm, "CXL-DRAM" -> kCxlDram, any other subtype (e.g. "SPM", "GPUMemory")
+// -> kOther, never auto-planned. hwloc sets "CXL-DRAM" itself from 2.10 on;
+// 2.9 leaves a CXL memory expander's node without a subtype (so DRAM) unless
+// it reports a CXLDevice info attribute, which also makes it kCxlDram.
+enum class MemoryKind : uint8_t { kDram, kNvm, kHbm, kCxlDram, kOther };
+const char* memoryKindName(MemoryKind kind);  // "DRAM", "NVM", "HBM", "CXL-DRAM", "other"
 
 struct NumaNode {
   unsigned os_index = 0;

@@ -926,21 +926,25 @@ TEST(ConfigValidate, ExplicitSizesIncreaseAndFitASlab) {
   EXPECT_EQ(c.maxAllocSize(), 4096u);
 }
 
-// slot bits + slab-id bits <= 32, with one slab id kept for CompressedRef::kNull.
+// slot bits + slab-id bits <= 40, with one slab id kept for CompressedRef::kNull.
 TEST(ConfigValidate, ItemReferenceBudgetIsExact) {
-  // 4 MiB slabs / 64-byte classes: 16 slot bits, so at most 2^16 - 1 slabs.
+  // 4 MiB slabs / 64-byte classes: 16 slot bits, so at most 2^24 - 1 slabs
+  // (64 TiB; a 32-bit reference stopped at 2^16 - 1, 256 GiB).
   auto withSlabs = [](uint64_t slabs) {
     return R"({"tiers":[{"name":"d","size":"256MiB"},{"name":"p","kind":"pmem-file","path":"/dev/shm","size":)" +
            std::to_string((slabs - 64) * 4 * kMiB) + "}]}";
   };
-  const CacheConfig ok = CacheConfig::fromJsonString(withSlabs(65535));
+  const CacheConfig old = CacheConfig::fromJsonString(withSlabs(65536));  // past the 32-bit budget
+  EXPECT_EQ(old.slabCount(), 65536u);
+  const CacheConfig ok = CacheConfig::fromJsonString(withSlabs((1u << 24) - 1));
   EXPECT_EQ(ok.slotBits(), 16u);
-  EXPECT_EQ(ok.slabCount(), 65535u);
-  EXPECT_TRUE(failsWith(withSlabs(65536), "allocation.min_size",
-                        "4MiB / smallest class 64B = 65536 slots per slab need 16 bits, which leaves room for 65535 "
-                        "slabs, but the tiers hold 65536; raise allocation.min_size or slab_size"));
+  EXPECT_EQ(ok.slabCount(), (1u << 24) - 1);
+  EXPECT_TRUE(failsWith(withSlabs(1u << 24), "allocation.min_size",
+                        "a compressed item reference (40 bits) cannot address this cache: slab_size 4MiB / smallest "
+                        "class 64B = 65536 slots per slab need 16 bits, which leaves room for 16777215 "
+                        "slabs, but the tiers hold 16777216; raise allocation.min_size or slab_size"));
   // A bigger smallest class frees a bit.
-  Json j = Json::parse(withSlabs(65536));
+  Json j = Json::parse(withSlabs(1u << 24));
   j["allocation"]["min_size"] = 128;
   EXPECT_EQ(CacheConfig::fromJsonString(j.dump()).slotBits(), 15u);
   // With explicit sizes the first one is the smallest class.

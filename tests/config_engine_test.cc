@@ -82,8 +82,8 @@ TEST(EnumNames, EveryValueRoundTripsAndUnknownNamesAreRefused) {
 
 class OneHook final : public HookResolver {
  public:
-  EvictionHook& hook(uint32_t) const override { return hook_; }
-  uint64_t keyHash(uint32_t ref) const override { return ref; }
+  EvictionHook& hook(RefWord) const override { return hook_; }
+  uint64_t keyHash(RefWord ref) const override { return ref; }
 
  private:
   mutable EvictionHook hook_;

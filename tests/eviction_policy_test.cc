@@ -24,13 +24,13 @@ class ArrayResolver final : public HookResolver {
   explicit ArrayResolver(size_t n) : hooks_(n) {}
   // A ref past the array (a link read from a hook that is not the policy's
   // to read) is counted and answered with a spare hook.
-  EvictionHook& hook(uint32_t ref) const override {
+  EvictionHook& hook(RefWord ref) const override {
     if (ref < hooks_.size()) return hooks_[ref];
     outOfRange.fetch_add(1, std::memory_order_relaxed);
     return spare_;
   }
   // Each ref stands for its own key.
-  uint64_t keyHash(uint32_t ref) const override { return (ref + 1) * 0x9E3779B97F4A7C15ull ^ 0x5bd1e995; }
+  uint64_t keyHash(RefWord ref) const override { return (ref + 1) * 0x9E3779B97F4A7C15ull ^ 0x5bd1e995; }
   mutable std::atomic<uint64_t> outOfRange{0};
 
  private:
@@ -41,7 +41,7 @@ class ArrayResolver final : public HookResolver {
 class TakeAll final : public EvictionVisitor {
  public:
   explicit TakeAll(std::vector<uint32_t> pinned = {}) : pinned_(std::move(pinned)) {}
-  Verdict visit(uint32_t ref) override {
+  Verdict visit(RefWord ref) override {
     for (uint32_t p : pinned_) {
       if (p == ref) return Verdict::kSkip;
     }
@@ -157,7 +157,7 @@ TEST(LruPolicy, ApplyingTheRingReadsNoLinksOfAnItemThatLeftTheList) {
   class HitThenTake final : public EvictionVisitor {
    public:
     explicit HitThenTake(LruPolicy& policy) : p_(policy) {}
-    Verdict visit(uint32_t ref) override {
+    Verdict visit(RefWord ref) override {
       p_.recordAccess(ref);  // a reader's hit, queued: the ring has room
       return Verdict::kTake;
     }
@@ -167,7 +167,8 @@ TEST(LruPolicy, ApplyingTheRingReadsNoLinksOfAnItemThatLeftTheList) {
   } hitThenTake(p);
   ASSERT_EQ(p.evict(1, 1, hitThenTake), 1u);
   ASSERT_EQ(p.pendingAccesses(), 1u) << "the evicted item's hit is queued";
-  r.hook(0).prev = r.hook(0).next = 0xDEADBEEF;  // slot 0 is someone else's now
+  r.hook(0).setPrev(0xDEADBEEF);
+  r.hook(0).setNext(0xDEADBEEF);  // slot 0 is someone else's now
   p.applyPendingAccesses(false);
   EXPECT_EQ(p.pendingAccesses(), 0u);
   EXPECT_EQ(r.outOfRange.load(), 0u) << "the ring read the links of an item no longer in the list";
@@ -185,7 +186,7 @@ TEST(LruPolicy, HitDuringAnEvictionScanIsQueuedNotLost) {
   class Blocking final : public EvictionVisitor {
    public:
     Blocking(std::atomic<bool>& in, std::atomic<bool>& g) : in_(in), go_(g) {}
-    Verdict visit(uint32_t) override {
+    Verdict visit(RefWord) override {
       in_.store(true);
       while (!go_.load()) std::this_thread::yield();
       return Verdict::kStop;
@@ -459,7 +460,7 @@ TEST(WTinyLfuPolicy, FilterKeepsPopularItemsAgainstAScan) {
     p.add(i);
   }
   std::vector<uint32_t> left;
-  p.forEach([](uint32_t ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &left);
+  p.forEach([](RefWord ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &left);
   for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(std::count(left.begin(), left.end(), i), 1) << "popular " << i;
   EXPECT_EQ(p.size(), 100u);
   EXPECT_LE(p.windowSize(), 2u);
@@ -474,8 +475,14 @@ TEST(WTinyLfuPolicy, RejectedNewcomersAreOfferedAsRejected) {
   }
   p.add(40);  // cold newcomer in the window
   struct Recorder final : EvictionVisitor {
-    Verdict visit(uint32_t ref) override { normal.push_back(ref); return Verdict::kTake; }
-    Verdict visitRejected(uint32_t ref) override { rejected.push_back(ref); return Verdict::kTake; }
+    Verdict visit(RefWord ref) override {
+      normal.push_back(ref);
+      return Verdict::kTake;
+    }
+    Verdict visitRejected(RefWord ref) override {
+      rejected.push_back(ref);
+      return Verdict::kTake;
+    }
     std::vector<uint32_t> normal, rejected;
   } v;
   EXPECT_EQ(p.evict(1, 10, v), 1u);
@@ -510,7 +517,7 @@ TEST(S3FifoPolicy, ReplaceKeepsTheQueueAndCountsAHit) {
 
 std::vector<uint32_t> members(const EvictionPolicy& p) {
   std::vector<uint32_t> out;
-  p.forEach([](uint32_t ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &out);
+  p.forEach([](RefWord ref, void* ctx) { static_cast<std::vector<uint32_t>*>(ctx)->push_back(ref); }, &out);
   return out;
 }
 
@@ -609,11 +616,11 @@ TEST(WTinyLfuPolicy, ABatchEvictionDoesNotBypassTheFilter) {
     if (ref < next - 20) p.recordAccess(ref);  // main's members: hit once more than a newcomer
   }
   struct Recorder final : EvictionVisitor {
-    Verdict visit(uint32_t ref) override {
+    Verdict visit(RefWord ref) override {
       normal.push_back(ref);
       return Verdict::kTake;
     }
-    Verdict visitRejected(uint32_t ref) override {
+    Verdict visitRejected(RefWord ref) override {
       rejected.push_back(ref);
       return Verdict::kTake;
     }
@@ -743,7 +750,7 @@ TEST_P(PolicyTest, MaxScanBoundsTheWalk) {
 TEST_P(PolicyTest, ForEachDetectsABrokenLink) {
   for (uint32_t i = 0; i < 4; ++i) p_->add(i);
   EXPECT_TRUE(p_->forEach(nullptr, nullptr));
-  r_.hook(2).prev = 9;  // corrupt
+  r_.hook(2).setPrev(9);  // corrupt
   EXPECT_FALSE(p_->forEach(nullptr, nullptr));
 }
 
@@ -762,7 +769,7 @@ TEST_P(PolicyTest, EveryMemberLeavesExactlyOnce) {
 TEST_P(PolicyTest, StopVerdictEndsTheWalk) {
   for (uint32_t i = 0; i < 8; ++i) p_->add(i);
   struct StopAtOnce final : EvictionVisitor {
-    Verdict visit(uint32_t) override { return Verdict::kStop; }
+    Verdict visit(RefWord) override { return Verdict::kStop; }
   } v;
   EXPECT_EQ(p_->evict(4, 100, v), 0u);
   EXPECT_EQ(p_->size(), 8u);
@@ -819,7 +826,7 @@ TEST_P(PolicyTest, ConcurrentHitsDuringChurnKeepListsConsistent) {
   for (auto& t : hitters) t.join();
   EXPECT_EQ(p->size(), members);
   size_t walked = 0;
-  EXPECT_TRUE(p->forEach([](uint32_t, void* c) { ++*static_cast<size_t*>(c); }, &walked));
+  EXPECT_TRUE(p->forEach([](RefWord, void* c) { ++*static_cast<size_t*>(c); }, &walked));
   EXPECT_EQ(walked, members);
   for (uint32_t i = 0; i < kRefs; ++i) {
     if (!member[i]) EXPECT_EQ(r.hook(i).meta.load() & EvictionHook::kInList, 0u) << i;
@@ -870,8 +877,8 @@ TEST(EvictionPolicyBatch, AddBatchAndAddAndRemoveMatchTheSingleCalls) {
     o.lruRefreshMs = 0;
     auto single = makeEvictionPolicy(o, r1);
     auto batched = makeEvictionPolicy(o, r2);
-    const uint32_t refs[] = {3, 1, 4, 5, 9, 2, 6};
-    for (uint32_t ref : refs) single->add(ref);
+    const RefWord refs[] = {3, 1, 4, 5, 9, 2, 6};
+    for (RefWord ref : refs) single->add(ref);
     batched->addBatch(refs, 7);
     single->add(7);
     EXPECT_TRUE(single->remove(4));

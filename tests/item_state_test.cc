@@ -50,7 +50,7 @@ TEST(ItemState, InitHoldsOneReferenceUnpublishedWithEmptyMeta) {
   EXPECT_EQ(s->seq(), 0u);
   EXPECT_EQ(s->expiry, 0u);
   EXPECT_EQ(s->flags, 0u);
-  EXPECT_EQ(s->hashNext, CompressedRef::kNull);
+  EXPECT_EQ(s->chainNext(), CompressedRef::kNull);
 }
 
 TEST(ItemState, PinsCountUpAndDownAroundPublishedItem) {

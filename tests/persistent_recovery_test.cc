@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include <xxhash.h>
 
 #include "allocator/cache.h"
+#include "allocator/item.h"
 #include "persistent_test_util.h"
 #include "tiers/persistent_pmem_tier.h"
 #include "tiers/pmemobj_pool.h"
@@ -38,27 +40,28 @@ class PersistentRecoveryTest : public ::testing::Test {
   std::string pool_;
 };
 
-// An item image as a client can write it inside a value: the 44-byte
-// header of allocator/item.h, key, value, and the commit checksum as an
-// unkeyed XXH3 of sizes, expiry/flags/seq, key and value (the algorithm is
-// public; the pool's commit key is not).
+// An item image as a client can write it inside a value: the header of
+// allocator/item.h, key, value, and the commit checksum as an unkeyed XXH3
+// of sizes, expiry/flags/seq, key and value (the algorithm is public; the
+// pool's commit key is not).
 std::string itemImage(const std::string& key, const std::string& value, uint64_t seq) {
-  std::string img(44 + key.size() + value.size(), '\0');
+  constexpr size_t kHeader = sizeof(Item);
+  std::string img(kHeader + key.size() + value.size(), '\0');
   const uint32_t sizes = static_cast<uint32_t>(key.size()) | static_cast<uint32_t>(value.size()) << 8;
-  std::memcpy(&img[20], &sizes, 4);
+  std::memcpy(&img[offsetof(Item, sizes)], &sizes, 4);
   const uint32_t lo = static_cast<uint32_t>(seq), hi = static_cast<uint32_t>(seq >> 32);
-  std::memcpy(&img[36], &lo, 4);
-  std::memcpy(&img[40], &hi, 4);
-  std::memcpy(&img[44], key.data(), key.size());
-  std::memcpy(&img[44 + key.size()], value.data(), value.size());
+  std::memcpy(&img[offsetof(Item, seqLo)], &lo, 4);
+  std::memcpy(&img[offsetof(Item, seqHi)], &hi, 4);
+  std::memcpy(&img[kHeader], key.data(), key.size());
+  std::memcpy(&img[kHeader + key.size()], value.data(), value.size());
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, &img[20], 4);
-  XXH3_64bits_update(&st, &img[28], 16);
-  XXH3_64bits_update(&st, &img[44], key.size() + value.size());
+  XXH3_64bits_update(&st, &img[offsetof(Item, sizes)], 4);
+  XXH3_64bits_update(&st, &img[offsetof(Item, expiry)], 16);
+  XXH3_64bits_update(&st, &img[kHeader], key.size() + value.size());
   uint32_t sum = static_cast<uint32_t>(XXH3_64bits_digest(&st));
   if (sum == 0) sum = 1;
-  std::memcpy(&img[24], &sum, 4);
+  std::memcpy(&img[offsetof(Item, checksum)], &sum, 4);
   return img;
 }
 
@@ -69,7 +72,7 @@ TEST_F(PersistentRecoveryTest, AValueHoldingAnItemImageNeverComesBackAsAnItem) {
   cfg.allocation.sizes = {128, 1024, 65536};
   const std::string keyPrefix = "a";
   const size_t keyLen = 7;  // "a" + 6 digits
-  const size_t valueStart = 44 + keyLen;
+  const size_t valueStart = sizeof(Item) + keyLen;
   const size_t valueLen = 1024 - valueStart;
   auto bigValue = [&](uint32_t i) {
     std::string v = makeValue(keyPrefix + std::to_string(i), i, valueLen);

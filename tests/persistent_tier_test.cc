@@ -296,7 +296,9 @@ TEST_P(PersistentTierMedium, HeaderIsFoundAtItsOffsetAndCorruptionIsRefused) {
   };
   const std::vector<Case> cases = {
       {"signature", offsetof(PoolHeader, signature), {'X'}, "not a tiercache pool: no TIERCACHE signature"},
-      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (3)"},
+      {"version", offsetof(PoolHeader, version), {9}, "pool layout version 9 is not one this build reads (4)"},
+      // A pool of the 44-byte item header and 32-bit references.
+      {"old version", offsetof(PoolHeader, version), {3}, "pool layout version 3 is not one this build reads (4)"},
       // Empty bytes: flip the byte there (the commit key is random: a fixed
       // byte would match it one time in 256).
       {"commit key", offsetof(PoolHeader, commitKey), {}, "header is corrupted: checksum mismatch"},

@@ -25,9 +25,9 @@ namespace {
 class HitBufferResolver final : public HookResolver {
  public:
   explicit HitBufferResolver(size_t n) : hooks_(n) {}
-  EvictionHook& hook(uint32_t ref) const override { return hooks_.at(ref); }
-  uint64_t keyHash(uint32_t ref) const override { return hashOf(ref); }
-  static uint64_t hashOf(uint32_t ref) { return (ref + 7) * 0xD6E8FEB86659FD93ull ^ 0x2545F4914F6CDD1Dull; }
+  EvictionHook& hook(RefWord ref) const override { return hooks_.at(ref); }
+  uint64_t keyHash(RefWord ref) const override { return hashOf(ref); }
+  static uint64_t hashOf(RefWord ref) { return (ref + 7) * 0xD6E8FEB86659FD93ull ^ 0x2545F4914F6CDD1Dull; }
 
  private:
   mutable std::vector<EvictionHook> hooks_;
@@ -105,7 +105,7 @@ TEST(WTinyLfuReadBuffer, OneThreadsHitsReachTheSketchExactlyInOrder) {
 
 class TakeOne final : public EvictionVisitor {
  public:
-  Verdict visit(uint32_t) override { return Verdict::kTake; }
+  Verdict visit(RefWord) override { return Verdict::kTake; }
 };
 
 TEST(WTinyLfuReadBuffer, EvictionAppliesTheHitsOfEveryThread) {
@@ -124,7 +124,7 @@ TEST(WTinyLfuReadBuffer, EvictionAppliesTheHitsOfEveryThread) {
 // A visitor that holds the policy lock (it runs under it) until released.
 class HoldTheLock final : public EvictionVisitor {
  public:
-  Verdict visit(uint32_t) override {
+  Verdict visit(RefWord) override {
     inside.store(true);
     while (!release.load()) std::this_thread::yield();
     return Verdict::kStop;

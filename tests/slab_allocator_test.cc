@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <set>
 
@@ -21,6 +22,35 @@ TEST(CompressedRef, PacksSlabAndSlot) {
   EXPECT_FALSE(r.isNull());
   EXPECT_TRUE(CompressedRef().isNull());
   EXPECT_FALSE(static_cast<bool>(CompressedRef()));
+  // Slab ids past the 32-bit reference's 65,535: up to 2^24 - 2 at 16 slot bits.
+  const CompressedRef far = CompressedRef::make((1u << 24) - 2, 65535, 16);
+  EXPECT_EQ(far.slab(16), (1u << 24) - 2);
+  EXPECT_EQ(far.slot(16), 65535u);
+  EXPECT_FALSE(far.isNull());
+  EXPECT_TRUE(CompressedRef::make((1u << 24) - 1, 65535, 16).isNull());  // the id kept for kNull
+}
+
+// A packed 5-byte slot at any alignment, and a split one, hold all 40 bits
+// and touch nothing beside them.
+TEST(CompressedRef, RefLinkStoresFortyBitsInFiveBytes) {
+  unsigned char buf[16];
+  std::memset(buf, 0xAB, sizeof buf);
+  const RefLink packed(buf + 3);
+  packed.store(0x12'3456'789Aull);
+  EXPECT_EQ(packed.load(), 0x12'3456'789Aull);
+  EXPECT_EQ(buf[2], 0xAB);
+  EXPECT_EQ(buf[8], 0xAB);
+  packed.store(CompressedRef::kNull);
+  EXPECT_EQ(packed.load(), CompressedRef::kNull);
+  uint32_t lo = 0;
+  unsigned char hi = 0;
+  const RefLink split(&lo, &hi);
+  split.store(0xFE'0000'0001ull);
+  EXPECT_EQ(lo, 1u);
+  EXPECT_EQ(hi, 0xFE);
+  EXPECT_EQ(split.load(), 0xFE'0000'0001ull);
+  EXPECT_TRUE(split.sameAs(RefLink(&lo, &hi)));
+  EXPECT_FALSE(split.sameAs(packed));
 }
 
 TEST(ClassSizes, GeometricMultipleOfEightEndingAtMax) {
@@ -147,7 +177,7 @@ TEST_F(SlabAllocatorTest, SpareSlotIsFreeForCheckerStatsAndRelease) {
   c.pushFree(a);
   c.pushFree(b);
   std::vector<CompressedRef> claimed;
-  EXPECT_NE(c.releaseSlab(claimed), CompressedRef::kNull);
+  EXPECT_NE(c.releaseSlab(claimed), AllocationClass::kNoSlab);
   EXPECT_TRUE(claimed.empty());
   EXPECT_EQ(c.slabCount(), 0u);
   EXPECT_FALSE(c.popFree()) << "no slot of a released slab is left anywhere";
@@ -167,8 +197,8 @@ TEST_F(SlabAllocatorTest, FreeBatchAtTailIsTakenLast) {
   c.pushFreeBatch(tail, 2, true);
   c.pushFreeBatch(second, 2);
   c.pushFreeBatch(otherSlab, 1, true);
-  const uint32_t want[] = {s[4].raw(), s[5].raw(), s[0].raw(), s[1].raw(), s[2].raw(), s[3].raw(), s[perSlab].raw()};
-  for (uint32_t w : want) EXPECT_EQ(c.popFree().raw(), w);
+  const uint64_t want[] = {s[4].raw(), s[5].raw(), s[0].raw(), s[1].raw(), s[2].raw(), s[3].raw(), s[perSlab].raw()};
+  for (uint64_t w : want) EXPECT_EQ(c.popFree().raw(), w);
   EXPECT_FALSE(c.popFree()) << "the list is empty (both slabs carved)";
   // Empty list: a batch at the tail starts it.
   c.pushFreeBatch(tail, 2, true);
@@ -212,7 +242,7 @@ TEST_F(SlabAllocatorTest, DrainingSlotsAlreadyOutOfThePolicyTakesNoListLock) {
     bool visited = false;
     bool drainedWhileHeld = false;
     std::future<size_t> drained;
-    Verdict visit(uint32_t) override {
+    Verdict visit(RefWord) override {
       if (visited) return Verdict::kStop;
       visited = true;
       drained = std::async(std::launch::async, [this] { return cls->drainDeferred(); });
@@ -241,13 +271,13 @@ TEST_F(SlabAllocatorTest, ReleaseSlabRefusesWhilePinnedThenMovesIt) {
   Item* it = table_.item(r);
   it->init("pinned", 4);  // refcount 1
   std::vector<CompressedRef> claimed;
-  EXPECT_EQ(donor.releaseSlab(claimed), CompressedRef::kNull);
+  EXPECT_EQ(donor.releaseSlab(claimed), AllocationClass::kNoSlab);
   EXPECT_TRUE(claimed.empty());
   EXPECT_EQ(donor.slabCount(), 1u);
   it->state.store(Item::kAccessible);  // unpinned, published
   donor.policy().add(r.raw());
   const uint32_t slab = donor.releaseSlab(claimed);
-  ASSERT_NE(slab, CompressedRef::kNull);
+  ASSERT_NE(slab, AllocationClass::kNoSlab);
   ASSERT_EQ(claimed.size(), 1u);
   EXPECT_EQ(claimed[0].raw(), r.raw());
   EXPECT_EQ(donor.slabCount(), 0u);

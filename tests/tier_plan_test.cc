@@ -22,8 +22,12 @@ const Topology& xml(const std::string& name) {
   static const Topology one = Topology::fromXml(dataFile("one_dram.xml"));
   static const Topology dramNvm = Topology::fromXml(dataFile("dram_nvm.xml"));
   static const Topology twoSockets = Topology::fromXml(dataFile("two_socket_dram_nvm.xml"));
+  static const Topology cxl = Topology::fromXml(dataFile("dram_cxl_nvm.xml"));
+  static const Topology cxlNoAttrs = Topology::fromXml(dataFile("dram_cxl_nvm_no_memattrs.xml"));
   if (name == "one_dram") return one;
   if (name == "dram_nvm") return dramNvm;
+  if (name == "dram_cxl_nvm") return cxl;
+  if (name == "dram_cxl_nvm_no_memattrs") return cxlNoAttrs;
   return twoSockets;
 }
 
@@ -156,6 +160,73 @@ TEST(TierPlan, AnExplicitTierUsesUpItsLevel) {
   EXPECT_EQ(plan.tiers[1].config.size, 1 * kGiB - 64 * kMiB);
 }
 
+// dram_cxl_nvm.xml: DRAM node 0 (90 ns, 20000 MiB/s), CXL-DRAM expanders 1
+// (250 ns, 12000) and 2 (400 ns, 6000), NVM node 3 (300 ns, 8000); the
+// attributes put the far expander after the NVM node.
+TEST(TierPlan, CxlNodesAreOrderedByTheirMemoryAttributes) {
+  TierPlanRequest req;
+  req.tiers = {autoTier(1), autoTier(1), autoTier(1), autoTier(1), autoTier(4)};
+  req.total_size = 8 * kGiB;
+  req.slab_size = 4 * kMiB;
+  req.pmem_dir = "/var/tmp";
+  const TierPlan plan = planTiers(req, xml("dram_cxl_nvm"));
+  ASSERT_EQ(plan.tiers.size(), 5u);
+  const std::vector<std::pair<TierKind, std::vector<unsigned>>> want = {{TierKind::kDram, {0}},
+                                                                        {TierKind::kDram, {1}},
+                                                                        {TierKind::kDaxKmem, {3}},
+                                                                        {TierKind::kDram, {2}},
+                                                                        {TierKind::kPmemFile, {}}};
+  for (size_t i = 0; i < want.size(); i++) {
+    EXPECT_EQ(plan.tiers[i].config.kind, want[i].first) << i << ": " << plan.tiers[i].reason;
+    EXPECT_EQ(plan.tiers[i].config.nodes, want[i].second) << i << ": " << plan.tiers[i].reason;
+  }
+  EXPECT_EQ(plan.tiers[4].config.path, "/var/tmp");
+  EXPECT_NE(plan.tiers[1].reason.find("auto: local CXL-DRAM node(s) 1 (latency 250 ns, bandwidth 12000 MiB/s)"),
+            std::string::npos)
+      << plan.tiers[1].reason;
+  EXPECT_NE(plan.tiers[3].reason.find("CXL-DRAM node(s) 2 (latency 400 ns"), std::string::npos) << plan.tiers[3].reason;
+  EXPECT_EQ(plan.tiers[1].config.name, "cxl");
+  EXPECT_EQ(plan.tiers[3].config.name, "cxl3");
+  EXPECT_NE(plan.describe().find("tier 1 'cxl': dram, 1GiB, node(s) 1, bind advisory  [auto: local CXL-DRAM"),
+            std::string::npos)
+      << plan.describe();
+}
+
+// The same machine without memory attributes, its second expander (node 2)
+// marked only by hwloc 2.9's CXLDevice info: the kind order, DRAM before
+// both expanders (one level) before NVM.
+TEST(TierPlan, CxlNodesWithoutMemoryAttributesFollowTheKindOrder) {
+  TierPlanRequest req;
+  req.tiers = {autoTier(1), autoTier(1), autoTier(1)};
+  req.total_size = 3 * kGiB;
+  const TierPlan plan = planTiers(req, xml("dram_cxl_nvm_no_memattrs"));
+  ASSERT_EQ(plan.tiers.size(), 3u);
+  EXPECT_EQ(plan.tiers[0].config.kind, TierKind::kDram);
+  EXPECT_EQ(plan.tiers[0].config.nodes, std::vector<unsigned>{0});
+  EXPECT_EQ(plan.tiers[1].config.kind, TierKind::kDram);
+  EXPECT_EQ(plan.tiers[1].config.nodes, (std::vector<unsigned>{1, 2}));
+  EXPECT_EQ(plan.tiers[1].reason, "auto: local CXL-DRAM node(s) 1,2, ratio 1GiB of 3GiB");
+  EXPECT_EQ(plan.tiers[2].config.kind, TierKind::kDaxKmem);
+  EXPECT_EQ(plan.tiers[2].config.nodes, std::vector<unsigned>{3});
+}
+
+// An unbound dram tier is ordinary DRAM: the auto tier after it gets the
+// CXL expander, not nothing; a dram tier bound to the expander uses it up.
+TEST(TierPlan, AnExplicitDramTierLeavesOrUsesUpTheCxlLevel) {
+  TierPlanRequest req;
+  req.tiers = {sized(TierKind::kDram, 64 * kMiB), autoTier(1)};
+  req.total_size = 1 * kGiB;
+  TierPlan plan = planTiers(req, xml("dram_cxl_nvm_no_memattrs"));
+  EXPECT_EQ(plan.tiers[1].config.kind, TierKind::kDram);
+  EXPECT_EQ(plan.tiers[1].config.nodes, (std::vector<unsigned>{1, 2}));
+  req.tiers = {sized(TierKind::kDram, 64 * kMiB), sized(TierKind::kDram, 64 * kMiB, {1}), autoTier(1)};
+  plan = planTiers(req, xml("dram_cxl_nvm_no_memattrs"));
+  EXPECT_EQ(plan.tiers[2].config.kind, TierKind::kDaxKmem);
+  EXPECT_EQ(plan.tiers[2].config.nodes, std::vector<unsigned>{3});
+  req.tiers = {sized(TierKind::kDaxKmem, 64 * kMiB, {1})};
+  expectPlanError(req, xml("dram_cxl_nvm"), 0, "NUMA node 1 is CXL-DRAM, not NVM");
+}
+
 TEST(TierPlan, RatiosSplitTheTotalAndRoundDownToSlabs) {
   TierPlanRequest req;
   req.tiers = {sized(TierKind::kDram, 0), sized(TierKind::kDram, 0), sized(TierKind::kDram, 0)};
@@ -276,8 +347,11 @@ TEST_P(TierPlanOnMachine, AutoPlanIsConcreteAndSumsToTheTotal) {
   }
   EXPECT_EQ(sum, req.total_size);
   EXPECT_EQ(plan.tiers[0].config.kind, TierKind::kDram);  // DRAM first everywhere
-  EXPECT_EQ(plan.tiers[1].config.kind,
-            topo.nodesOfKind(MemoryKind::kNvm).empty() ? TierKind::kPmemFile : TierKind::kDaxKmem);
+  // The second level: CXL-DRAM (a dram tier bound to it), else NVM, else the directory.
+  const TierKind second = !topo.nodesOfKind(MemoryKind::kCxlDram).empty() ? TierKind::kDram
+                          : topo.nodesOfKind(MemoryKind::kNvm).empty()    ? TierKind::kPmemFile
+                                                                          : TierKind::kDaxKmem;
+  EXPECT_EQ(plan.tiers[1].config.kind, second);
   // Planning the plan again gives the same plan.
   TierPlanRequest again = req;
   again.tiers = plan.configs();
@@ -296,7 +370,8 @@ TEST_P(TierPlanOnMachine, AutoPlanIsConcreteAndSumsToTheTotal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TierPlanSavedMachines, TierPlanOnMachine,
-                         ::testing::Values("one_dram", "dram_nvm", "two_sockets"));
+                         ::testing::Values("one_dram", "dram_nvm", "two_sockets", "dram_cxl_nvm",
+                                           "dram_cxl_nvm_no_memattrs"));
 
 TEST(TierPlan, PlannedTiersOpenOnThisMachine) {
   TierPlanRequest req;

@@ -277,6 +277,27 @@ TEST(Topology, BindingOnALoadedTopologyIsRefusedNotFaked) {
   EXPECT_NE(policyAt(m.p).mode, kMpolBind);
 }
 
+// A CXL memory expander is CXL-DRAM by its subtype (hwloc >= 2.10) or, with
+// no subtype, by hwloc's CXLDevice info attribute; its memory attributes
+// are read like any node's.
+TEST(Topology, CxlExpandersAreCxlDram) {
+  const Topology topo = Topology::fromXml(dataFile("dram_cxl_nvm.xml"));
+  EXPECT_EQ(topo.nodesOfKind(MemoryKind::kCxlDram), (std::vector<unsigned>{1, 2}));
+  EXPECT_EQ(topo.nodesOfKind(MemoryKind::kDram), std::vector<unsigned>{0});
+  EXPECT_EQ(topo.nodesOfKind(MemoryKind::kNvm), std::vector<unsigned>{3});
+  const NumaNode& far = *topo.node(2);
+  EXPECT_EQ(far.subtype, "CXL-DRAM");
+  EXPECT_EQ(far.capacity, 128 * kGiB);
+  EXPECT_EQ(far.latency_ns, 400u);
+  EXPECT_EQ(far.bandwidth_mibs, 6000u);
+  const Topology bare = Topology::fromXml(dataFile("dram_cxl_nvm_no_memattrs.xml"));
+  EXPECT_EQ(bare.node(2)->subtype, "");
+  EXPECT_EQ(bare.node(2)->kind, MemoryKind::kCxlDram);
+  EXPECT_EQ(bare.node(2)->latency_ns, std::nullopt);
+  EXPECT_EQ(bare.nodesOfKind(MemoryKind::kCxlDram), (std::vector<unsigned>{1, 2}));
+  EXPECT_STREQ(memoryKindName(MemoryKind::kCxlDram), "CXL-DRAM");
+}
+
 TEST(Topology, NamesRoundTrip) {
   for (BindPolicy p : {BindPolicy::kNone, BindPolicy::kAdvisory, BindPolicy::kStrict}) {
     EXPECT_EQ(bindPolicyFromName(bindPolicyName(p)), p);

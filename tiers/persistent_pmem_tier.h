@@ -54,8 +54,11 @@ namespace pmem_layout {
 inline constexpr char kPoolLayoutName[] = "tiercache";  // libpmemobj's layout string
 inline constexpr char kSignature[16] = "TIERCACHE";
 // 2: 44-byte item header (expiry, flags, seq); 3: commitKey in the header,
-// item checksums keyed with it and bound to the slot's position.
-inline constexpr uint32_t kLayoutVersion = 3;
+// item checksums keyed with it and bound to the slot's position; 4: 48-byte
+// item header (40-bit references: the links' high bytes), so every item
+// offset moved and a version 3 pool is refused (or rebuilt when the tier
+// allows), never read as version 4.
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint64_t kRecordsTypeNum = 1;
 inline constexpr uint64_t kSlabAreaTypeNum = 2;
 inline constexpr uint64_t kClean = 1;

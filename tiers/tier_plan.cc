@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "../numa/topology.h"
@@ -17,9 +18,14 @@ namespace {
 // One memory level an auto tier can take.
 struct Level {
   TierKind kind;
+  MemoryKind memory;            // what the nodes are (kDram for a pmem-file level)
   std::vector<unsigned> nodes;  // dram / dax-kmem
   std::string path;             // pmem-file
   std::string what;             // for reasons and errors
+  // The level's worst node as the topology's memory attributes tell;
+  // nullopt when a node has no value.
+  std::optional<uint64_t> latency_ns;
+  std::optional<uint64_t> bandwidth_mibs;
 };
 
 bool overlaps(const std::vector<unsigned>& a, const std::vector<unsigned>& b) {
@@ -45,31 +51,99 @@ std::vector<unsigned> minus(const std::vector<unsigned>& a, const std::vector<un
   return out;
 }
 
+// A node level's highest latency and lowest bandwidth: a tier spread over
+// its nodes is as slow as the slowest of them.
+void measure(Level& l, const Topology& topo) {
+  bool allLatency = true, allBandwidth = true;
+  uint64_t latency = 0, bandwidth = UINT64_MAX;
+  for (unsigned n : l.nodes) {
+    const NumaNode* node = topo.node(n);
+    allLatency = allLatency && node && node->latency_ns;
+    allBandwidth = allBandwidth && node && node->bandwidth_mibs;
+    if (allLatency) latency = std::max(latency, *node->latency_ns);
+    if (allBandwidth) bandwidth = std::min(bandwidth, *node->bandwidth_mibs);
+  }
+  if (allLatency) l.latency_ns = latency;
+  if (allBandwidth) l.bandwidth_mibs = bandwidth;
+}
+
+// Orders the node levels by what the memory attributes (HMAT) measure, when
+// every node level has a latency (lower first; bandwidth breaks ties) or
+// else every one a bandwidth (higher first). Otherwise, and between equal
+// levels, the kind order stays. The pmem_dir level stays last.
+void orderByAttributes(std::vector<Level>& levels) {
+  const auto end =
+      std::find_if(levels.begin(), levels.end(), [](const Level& l) { return l.kind == TierKind::kPmemFile; });
+  const bool byLatency = std::all_of(levels.begin(), end, [](const Level& l) { return l.latency_ns.has_value(); });
+  const bool byBandwidth =
+      std::all_of(levels.begin(), end, [](const Level& l) { return l.bandwidth_mibs.has_value(); });
+  if (byLatency) {
+    std::stable_sort(levels.begin(), end, [](const Level& a, const Level& b) {
+      if (*a.latency_ns != *b.latency_ns) return *a.latency_ns < *b.latency_ns;
+      return a.bandwidth_mibs.value_or(0) > b.bandwidth_mibs.value_or(0);
+    });
+  } else if (byBandwidth) {
+    std::stable_sort(levels.begin(), end,
+                     [](const Level& a, const Level& b) { return *a.bandwidth_mibs > *b.bandwidth_mibs; });
+  }
+  if (!byLatency && !byBandwidth) return;
+  for (auto it = levels.begin(); it != end; ++it) {
+    it->what += " (";
+    if (it->latency_ns) it->what += "latency " + std::to_string(*it->latency_ns) + " ns";
+    if (it->latency_ns && it->bandwidth_mibs) it->what += ", ";
+    if (it->bandwidth_mibs) it->what += "bandwidth " + std::to_string(*it->bandwidth_mibs) + " MiB/s";
+    it->what += ")";
+  }
+}
+
 std::vector<Level> memoryLevels(const TierPlanRequest& req, const Topology& topo) {
   const std::string cpus = req.cpus.empty() ? topo.processCpus() : req.cpus;
   const std::vector<unsigned> local = topo.nodesLocalTo(cpus);
   const std::vector<unsigned> dram = topo.nodesOfKind(MemoryKind::kDram);
+  const std::vector<unsigned> cxl = topo.nodesOfKind(MemoryKind::kCxlDram);
   const std::vector<unsigned> nvm = topo.nodesOfKind(MemoryKind::kNvm);
   std::vector<Level> levels;
+  // CXL-DRAM: one level per group of nodes that the memory attributes do
+  // not tell apart (a near and a far expander are two levels), in node
+  // order. Other kinds: one level for all the nodes given.
+  auto add = [&](TierKind kind, MemoryKind memory, const std::vector<unsigned>& nodes, const std::string& what) {
+    using Key = std::pair<std::optional<uint64_t>, std::optional<uint64_t>>;
+    std::vector<std::pair<Key, std::vector<unsigned>>> groups;
+    for (unsigned n : nodes) {
+      const NumaNode* node = topo.node(n);
+      const Key key = memory == MemoryKind::kCxlDram ? Key{node->latency_ns, node->bandwidth_mibs} : Key{};
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == key; });
+      if (g == groups.end())
+        groups.push_back({key, {n}});
+      else
+        g->second.push_back(n);
+    }
+    for (auto& [key, group] : groups) {
+      std::string w = what + " node(s) " + nodeListString(group);
+      levels.push_back({kind, memory, std::move(group), "", std::move(w), std::nullopt, std::nullopt});
+      measure(levels.back(), topo);
+    }
+  };
   // A process bound to cpus with no DRAM node of their own still needs a first tier.
   std::vector<unsigned> localDram = intersect(dram, local);
   const bool dramIsLocal = !localDram.empty();
   if (!dramIsLocal) localDram = dram;
-  if (!localDram.empty()) {
-    levels.push_back({TierKind::kDram, localDram, "",
-                      std::string(dramIsLocal ? "local" : "non-local") + " DRAM node(s) " + nodeListString(localDram)});
-  }
-  const std::vector<unsigned> localNvm = intersect(nvm, local);
-  const std::vector<unsigned> remoteNvm = minus(nvm, local);
-  if (!localNvm.empty()) {
-    levels.push_back({TierKind::kDaxKmem, localNvm, "", "local NVM (KMEM DAX) node(s) " + nodeListString(localNvm)});
-  }
-  if (!remoteNvm.empty()) {
-    levels.push_back({TierKind::kDaxKmem, remoteNvm, "", "remote NVM (KMEM DAX) node(s) " + nodeListString(remoteNvm)});
-  }
+  add(TierKind::kDram, MemoryKind::kDram, localDram, std::string(dramIsLocal ? "local" : "non-local") + " DRAM");
+  // CXL memory expanders: DRAM behind a link, slower than local DRAM and
+  // faster than NVM; a dram tier bound to their nodes.
+  add(TierKind::kDram, MemoryKind::kCxlDram, intersect(cxl, local), "local CXL-DRAM");
+  add(TierKind::kDram, MemoryKind::kCxlDram, minus(cxl, local), "remote CXL-DRAM");
+  add(TierKind::kDaxKmem, MemoryKind::kNvm, intersect(nvm, local), "local NVM (KMEM DAX)");
+  add(TierKind::kDaxKmem, MemoryKind::kNvm, minus(nvm, local), "remote NVM (KMEM DAX)");
+  orderByAttributes(levels);
   if (!req.pmem_dir.empty()) {
-    levels.push_back({TierKind::kPmemFile, {}, req.pmem_dir,
-                      "emulated PMEM in " + req.pmem_dir + (nvm.empty() ? " (no NVM node)" : " (after the NVM nodes)")});
+    levels.push_back({TierKind::kPmemFile,
+                      MemoryKind::kDram,
+                      {},
+                      req.pmem_dir,
+                      "emulated PMEM in " + req.pmem_dir + (nvm.empty() ? " (no NVM node)" : " (after the NVM nodes)"),
+                      std::nullopt,
+                      std::nullopt});
   }
   return levels;
 }
@@ -77,7 +151,9 @@ std::vector<Level> memoryLevels(const TierPlanRequest& req, const Topology& topo
 // Does an explicit tier use up this level?
 bool uses(const TierConfig& t, const Level& level) {
   if (t.kind != level.kind) return false;
-  if (t.kind == TierKind::kPmemFile || t.nodes.empty()) return true;
+  if (t.kind == TierKind::kPmemFile) return true;
+  // A dram tier left unbound takes ordinary memory, not a CXL expander's.
+  if (t.nodes.empty()) return t.kind != TierKind::kDram || level.memory == MemoryKind::kDram;
   return overlaps(t.nodes, level.nodes);
 }
 
@@ -188,6 +264,7 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
     const TierConfig& in = req.tiers[i];
     PlannedTier out{in, ""};
     TierConfig& c = out.config;
+    const char* autoName = nullptr;  // the default name of an auto tier, when not its kind's
 
     if (in.kind == TierKind::kAuto) {
       if (cursor >= levels.size()) {
@@ -201,6 +278,7 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
       c.kind = l.kind;
       c.nodes = l.nodes;
       c.path = l.path;
+      if (l.memory == MemoryKind::kCxlDram) autoName = "cxl";
       out.reason = "auto: " + l.what;
     } else {
       for (size_t k = 0; k < levels.size(); k++) {
@@ -269,7 +347,7 @@ TierPlan planTiers(const TierPlanRequest& req, const Topology& topo) {
 
     // Name.
     if (c.name.empty()) {
-      c.name = defaultName(c.kind);
+      c.name = autoName ? autoName : defaultName(c.kind);
       if (names.count(c.name)) c.name += std::to_string(i);
     }
     if (!names.insert(c.name).second) {

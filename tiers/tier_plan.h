@@ -4,14 +4,24 @@
 //
 // Auto tiers take the machine's memory levels in order, fastest first:
 //   1. DRAM nodes local to the process (the initiator cpus),
-//   2. NVM (KMEM DAX) nodes local to the process,
-//   3. the other NVM nodes,
-//   4. the pmem_dir, as emulated PMEM (file-backed) when one is given:
-//      it stands in for NVM on hosts without NVM nodes.
+//   2. CXL-DRAM nodes local to the process, then the other CXL-DRAM nodes
+//      (planned as dram tiers bound to them; expanders that the memory
+//      attributes tell apart are separate levels),
+//   3. NVM (KMEM DAX) nodes local to the process,
+//   4. the other NVM nodes,
+//   5. the pmem_dir, as emulated PMEM (file-backed) when one is given:
+//      it stands in for NVM on hosts without NVM nodes; always last.
+// When the topology has memory attributes (ACPI HMAT) for every node level,
+// levels 1-4 are ordered by them instead: lower latency first, higher
+// bandwidth breaking ties (bandwidth alone when no latency is reported);
+// equal levels keep the order above. A level's figures are its slowest
+// node's, each seen from the node's own cpus (hwloc's best initiator for a
+// node without cpus).
 // Each auto tier takes the next level after the tiers before it; an
 // explicit tier uses up the levels of its kind (and nodes), so [dram, auto]
-// gives the auto tier NVM, not DRAM again. Remote DRAM, HBM and "other"
-// nodes are never picked automatically: name them with kind dram + nodes.
+// gives the auto tier CXL or NVM, not DRAM again (an unbound dram tier uses
+// up ordinary DRAM only). Remote DRAM, HBM and "other" nodes are never
+// picked automatically: name them with kind dram + nodes.
 //
 // Sizes: a tier has a size, or (size 0) a ratio; the ratio tiers split
 // what is left of total_size after the sized tiers, in proportion to their

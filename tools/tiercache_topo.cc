@@ -121,7 +121,8 @@ TierPlanRequest makeRequest(const Options& o, const Topology& topo) {
   req.slab_size = o.slab.value_or(4ull << 20);
   std::string ratios = o.ratios;
   if (ratios.empty()) {
-    const bool secondLevel = !topo.nodesOfKind(MemoryKind::kNvm).empty() || !o.pmemDir.empty();
+    const bool secondLevel = !topo.nodesOfKind(MemoryKind::kNvm).empty() ||
+                             !topo.nodesOfKind(MemoryKind::kCxlDram).empty() || !o.pmemDir.empty();
     ratios = secondLevel ? "1:4" : "1";
   }
   for (double r : parseRatios(ratios)) {
@@ -166,10 +167,14 @@ void printText(const Topology& topo, const TierPlanRequest& req, const std::opti
     header = true;
     std::cout << "    " << nodeLine(n) << "\n";
   }
-  uint64_t total[4] = {};
-  for (const NumaNode& n : topo.nodes()) total[static_cast<int>(n.kind)] += n.capacity;
-  std::cout << "Memory: DRAM " << formatSizeApprox(total[0]) << ", NVM " << formatSizeApprox(total[1])
-            << ", HBM " << formatSizeApprox(total[2]) << ", other " << formatSizeApprox(total[3]) << "\n";
+  std::cout << "Memory:";
+  for (MemoryKind k :
+       {MemoryKind::kDram, MemoryKind::kCxlDram, MemoryKind::kNvm, MemoryKind::kHbm, MemoryKind::kOther}) {
+    uint64_t total = 0;
+    for (const NumaNode& n : topo.nodes()) total += n.kind == k ? n.capacity : 0;
+    std::cout << (k == MemoryKind::kDram ? " " : ", ") << memoryKindName(k) << " " << formatSizeApprox(total);
+  }
+  std::cout << "\n";
   if (memkindKmem) {
     std::cout << "memkind MEMKIND_DAX_KMEM: " << (*memkindKmem ? "available" : "not available") << "\n";
   }
