@@ -94,6 +94,13 @@ bool FlashIndex::replaceIf(uint64_t hash, const FlashLoc& from, const FlashLoc& 
   return true;
 }
 
+void FlashIndex::clear() {
+  for (uint64_t b = 0; b <= mask_; ++b) {
+    std::lock_guard<std::mutex> g(locks_[b & lockMask_]);
+    std::memset(static_cast<void*>(&entries_[b * kSlots]), 0, kSlots * sizeof(Entry));
+  }
+}
+
 size_t FlashIndex::size() const {
   size_t n = 0;
   for (uint64_t b = 0; b <= mask_; ++b) {

@@ -60,6 +60,7 @@ class FlashIndex {
   // points at `from`: a reinsertion loses to a remove or a newer copy.
   bool replaceIf(uint64_t hash, const FlashLoc& from, const FlashLoc& to);
 
+  void clear();         // every entry
   size_t size() const;  // entries held
   uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t memoryBytes() const;

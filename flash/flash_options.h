@@ -24,7 +24,7 @@ struct FlashStoreConfig {
   uint32_t queue_depth = 32;
   RegionEviction region_eviction = RegionEviction::kFifo;
   bool reinsert_hits = true;           // reclaim keeps items hit since written
-  uint32_t expected_item_size = 1024;  // sizes the index: size / this entries
+  uint64_t expected_item_size = 1024;  // sizes the index: size / this entries
   double admit_write_mb_per_sec = 0;   // write-rate budget (0: none)
   bool admit_hit_only = false;         // only items hit while in memory
   bool discard_contents = false;       // start empty instead of recovering

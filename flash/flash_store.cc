@@ -19,6 +19,7 @@ constexpr uint64_t kRegionMagic = 0x4e4f4947'4552434dull;
 constexpr uint32_t kEntryMagic = 0x59544e45u;  // "ENTY"
 constexpr uint8_t kKindValue = 1;
 constexpr uint8_t kKindTombstone = 2;
+constexpr uint8_t kKindRemoveAll = 3;  // no key: every earlier entry is gone
 // Region writes are cut into chunks this large so that several are in
 // flight at the engine's queue depth.
 constexpr size_t kWriteChunk = 1u << 20;
@@ -76,7 +77,7 @@ uint64_t entryChecksum(const char* entry, uint64_t seed) {
 bool parseEntry(const char* p, size_t room, uint64_t seed, EntryHeader& h) {
   if (room < sizeof h) return false;
   std::memcpy(&h, p, sizeof h);
-  if (h.magic != kEntryMagic || (h.kind != kKindValue && h.kind != kKindTombstone)) return false;
+  if (h.magic != kEntryMagic || h.kind < kKindValue || h.kind > kKindRemoveAll) return false;
   if (entryBytes(h.keySize, h.valueSize) > room) return false;
   return entryChecksum(p, seed) == h.checksum;
 }
@@ -107,7 +108,7 @@ FlashStore::FlashStore(const FlashStoreConfig& config, FlashHashFn hash)
   if (config_.size > FlashIndex::kMaxAddr) throw std::runtime_error("flash: size beyond 16 TiB");
   regions_ = (config_.size - FlashDevice::kAlign) / rs;
   engine_ = openIoEngine(config_.io_engine, device_.fd(), config_.queue_depth);
-  index_ = std::make_unique<FlashIndex>(config_.size / std::max<uint32_t>(config_.expected_item_size, 64));
+  index_ = std::make_unique<FlashIndex>(config_.size / std::max<uint64_t>(config_.expected_item_size, 64));
   epoch_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
   regionSeq_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
   lastRead_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
@@ -206,6 +207,8 @@ void FlashStore::recover(bool clean) {
       const uint64_t kh = hash_(key);
       if (h.kind == kKindValue) {
         if (index_->insert(kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)})) ++entries;
+      } else if (h.kind == kKindRemoveAll) {
+        index_->clear();
       } else {
         index_->remove(kh);
       }
@@ -352,13 +355,31 @@ bool FlashStore::remove(std::string_view key) {
   if (!index_->lookup(h)) return false;  // the common case: no I/O, no append lock
   std::lock_guard<std::mutex> g(appendMu_);
   if (!index_->remove(h)) return false;
-  // The tombstone keeps recovery from bringing the entry back.
-  if (!closed_) appendLocked(kKindTombstone, key, {}, 0, 0);
-  counters_.removes.fetch_add(1, std::memory_order_relaxed);
+  tombstoneLocked(key);
   return true;
 }
 
-std::optional<FlashItem> FlashStore::lookup(std::string_view key) {
+bool FlashStore::removeIfAt(std::string_view key, const FlashLoc& where) {
+  const uint64_t h = hash_(key);
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (!index_->removeIf(h, where)) return false;
+  tombstoneLocked(key);
+  return true;
+}
+
+void FlashStore::tombstoneLocked(std::string_view key) {
+  // The tombstone keeps recovery from bringing the entry back.
+  if (!closed_) appendLocked(kKindTombstone, key, {}, 0, 0);
+  counters_.removes.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlashStore::removeAll() {
+  std::lock_guard<std::mutex> g(appendMu_);
+  index_->clear();
+  if (!closed_) appendLocked(kKindRemoveAll, {}, {}, 0, 0);
+}
+
+std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* where) {
   const uint64_t h = hash_(key);
   // A region rewritten under the read is read again (a bounded number of times).
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -406,6 +427,7 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key) {
       break;
     }
     index_->markHit(h, loc);
+    if (where) *where = loc;
     lastRead_[r].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
     return FlashItem{std::string(p + sizeof eh + eh.keySize, eh.valueSize), eh.flags, eh.expiry};

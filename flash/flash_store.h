@@ -100,11 +100,17 @@ class FlashStore {
   InsertResult insert(std::string_view key, std::string_view value, uint32_t flags = 0, uint32_t expiry = 0,
                       bool wasHit = true);
   // The newest copy of key, verified; nullopt on a miss.
-  std::optional<FlashItem> lookup(std::string_view key);
+  // *where: the entry's location (for removeIfAt).
+  std::optional<FlashItem> lookup(std::string_view key, FlashLoc* where = nullptr);
   // Whether the index has an entry for key's tag (no I/O; may be another key's).
   bool mayContain(std::string_view key) const;
   // Drops key's entry (and logs a tombstone); false when there was none.
   bool remove(std::string_view key);
+  // Drops key's entry only if it is still the one at `where` (a lookup's).
+  bool removeIfAt(std::string_view key, const FlashLoc& where);
+  // Drops every entry (memcached flush_all); a marker in the log keeps
+  // recovery from bringing them back.
+  void removeAll();
   // Writes the active buffer out (its region stays active): what is in the
   // store so far survives a crash.
   void flush();
@@ -137,6 +143,7 @@ class FlashStore {
   uint64_t pickVictimLocked() const;
   void reclaimLocked(uint64_t r, std::vector<Reinsert>& hot);
   void activateLocked(uint64_t r);
+  void tombstoneLocked(std::string_view key);
   void ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len);
 
   const FlashStoreConfig config_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "flash_test_util.h"
+#include "fs_test_util.h"
 
 namespace tiercache {
 namespace {

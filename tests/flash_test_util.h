@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "allocator/cache_config.h"
 #include "flash/flash_store.h"
-#include "fs_test_util.h"
+#include <cstdlib>
 
 namespace tiercache::test {
 
@@ -53,6 +54,19 @@ inline int64_t flashValueVersion(const std::string& key, const std::string& valu
   if (end == std::string::npos) return -1;
   const int64_t version = std::stoll(value.substr(prefix.size(), end - prefix.size()));
   return flashValue(key, static_cast<uint64_t>(version), value.size()) == value ? version : -1;
+}
+
+// A small DRAM cache (8 MiB, 1 MiB slabs) with a flash store of `regions`
+// 256 KiB regions behind it, on `path`.
+inline CacheConfig flashCacheConfig(const std::string& path, uint64_t regions = 32) {
+  CacheConfig c = CacheConfig::dram(8u << 20);
+  c.flash.path = path;
+  c.flash.region_size = 256u << 10;
+  c.flash.size = 4096 + regions * c.flash.region_size;
+  c.flash.queue_depth = 8;
+  c.flash.expected_item_size = 256;
+  c.reaper.enabled = false;
+  return c;
 }
 
 }  // namespace tiercache::test
