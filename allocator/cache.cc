@@ -18,6 +18,7 @@
 #include "cache_counters.h"
 #include "cache_persistence.h"
 #include "expiry.h"
+#include "flash_tier.h"
 #include "item.h"
 #include "item_reaper.h"
 #include "movers.h"
@@ -123,8 +124,9 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   recovery_ = std::make_unique<RecoveryCounters>();
-  movers_ = std::make_unique<Movers>(
-      MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_, static_cast<ItemFate&>(*this)});
+  if (config_.flash.enabled()) flash_ = std::make_unique<FlashTier>(config_.flash, hooks_.hash);
+  movers_ = std::make_unique<Movers>(MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_,
+                                                static_cast<ItemFate&>(*this), flash_.get()});
   if (config_.rebalance.enabled && config_.rebalance.strategy == "marginal-hits") {
     rebalancer_ = std::make_unique<SlabRebalancer>(
         config_.rebalance, *table_, allocs_,
@@ -210,7 +212,7 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
       throw RefcountOverflow("find: the item already has " + std::to_string(Item::kRefMask) +
                              " live handles, the most its count holds");
     }
-    return {};
+    return flash_ ? promoteFromFlash(key, hash) : ReadHandle{};
   }
   if (isExpired(*item)) {
     // A miss; the read reclaims the dead item rather than leave it for the reaper.
@@ -437,14 +439,29 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, AllocationClass&
         it.flags = flags;
         std::memcpy(it.valueData(), value.data(), value.size());
       });
+  // An older copy on flash would come back once this one leaves memory.
+  if (ref && flash_) flash_->store().remove(key);
   return static_cast<bool>(ref);
 }
 
 bool Cache::remove(std::string_view key) {
   bool owned = false;
   bool pinned = false;
-  const CompressedRef ref = index_->remove(key, hashKey(key), owned, &pinned);
-  if (!ref) return false;
+  const uint64_t hash = hashKey(key);
+  CompressedRef ref;
+  bool onFlash = false;
+  if (flash_) {
+    // Memory and flash together, under the key's lock (flash_tier.h).
+    std::lock_guard<std::mutex> g(flash_->keyLock(hash));
+    ref = index_->remove(key, hash, owned, &pinned);
+    onFlash = flash_->store().remove(key);
+  } else {
+    ref = index_->remove(key, hash, owned, &pinned);
+  }
+  if (!ref) {
+    if (onFlash) counters_->removes.add();
+    return onFlash;
+  }
   Item* item = table_->item(ref);
   // Pinned (or owned), the item stays readable for the callback. Neither:
   // a slab release had claimed it and reports it.
@@ -531,7 +548,9 @@ void Cache::drainDeferredFrees() const {
 CacheStats Cache::stats() const {
   // Items are counted from the policies: deferred frees leave first.
   drainDeferredFrees();
-  return stats_->collect();
+  CacheStats s = stats_->collect();
+  if (flash_) flash_->addStats(s);
+  return s;
 }
 
 std::string Cache::checkConsistency() const {

@@ -61,6 +61,7 @@ struct LiveCheck;
 struct InsertCondition;
 struct InsertOutcome;
 class ItemReaper;
+class FlashTier;
 
 using PoolId = uint16_t;
 
@@ -292,6 +293,9 @@ class Cache final : private ItemFate {
   // end); returns the items looked at, *reaped the ones unlinked.
   size_t reapSome(uint64_t begin, uint64_t end, size_t& reaped);
   ReadHandle findHashed(std::string_view key, uint64_t hash);
+  // A miss in memory: the key's flash copy, if any, is read, verified and
+  // published in tier 0 (cache_flash.cc); empty when absent or lost.
+  ReadHandle promoteFromFlash(std::string_view key, uint64_t hash);
   // The slot the copying API (set, add, CAS, touch) writes: durable_sets
   // picks the first persistent tier.
   WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags, uint64_t hash);
@@ -375,6 +379,9 @@ class Cache final : private ItemFate {
   // Set by the destructor: items dropped while closing (demote_on_shutdown)
   // get no callback, like the items that vanish with the cache.
   std::atomic<bool> closing_{false};
+  // The flash store behind the last tier (flash_tier.h), if configured;
+  // before movers_, which write into it.
+  std::unique_ptr<FlashTier> flash_;
   // Moving items between tiers (allocator/movers.h). Its threads stop
   // before anything they use is destroyed.
   std::unique_ptr<Movers> movers_;

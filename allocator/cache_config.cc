@@ -46,6 +46,7 @@ enum Section : uint8_t {
   kPromotion,
   kPersistence,
   kReaper,
+  kFlash,
 };
 
 #define TC_FIELD(expr)                                    \
@@ -324,11 +325,27 @@ void checkMetadataBudget(const CacheConfig& c, size_t, const std::string& path) 
                               " index buckets), more than the tiers hold (" + formatSize(capacityBytes(c)) +
                               "); use fewer pools or classes");
 }
+
+void checkFlashRegionSize(const CacheConfig& c, size_t, const std::string& path) {
+  if (c.flash.region_size % (4 * kKiB) != 0) {
+    throw ConfigError(path, formatSize(c.flash.region_size) + " is not a multiple of 4KiB");
+  }
+}
+
+void checkFlashSize(const CacheConfig& c, size_t, const std::string& path) {
+  if (!c.flash.enabled()) return;
+  if (c.flash.size % (4 * kKiB) != 0) throw ConfigError(path, formatSize(c.flash.size) + " is not a multiple of 4KiB");
+  if (c.flash.size < 4 * kKiB + 2 * c.flash.region_size) {
+    throw ConfigError(path, formatSize(c.flash.size) + " holds fewer than two regions of " +
+                                formatSize(c.flash.region_size) + " (after the 4KiB superblock)");
+  }
+}
+
 const config::Schema& schema() {
   static const config::Schema kSchema{
       .root = "",
       .sections = {"", "tiers[]", "pools[]", "allocation", "index", "eviction", "rebalance", "demotion",
-                   "background_eviction", "promotion", "persistence", "reaper"},
+                   "background_eviction", "promotion", "persistence", "reaper", "flash"},
       .options = {
           // ---- top level
           {.section = kTop,
@@ -424,6 +441,13 @@ const config::Schema& schema() {
            .type = Type::kObject,
            .description = "The thread that reclaims expired items in every class and tier.",
            .child = kReaper},
+          {.section = kTop,
+           .name = "flash",
+           .type = Type::kObject,
+           .description = "A flash store (file or block device) behind the last memory tier: its victims are kept "
+                          "there instead of dropped, and a find that misses in memory reads them back (see "
+                          "docs/design.md, Flash).",
+           .child = kFlash},
           {.section = kTop,
            .name = "workload",
            .type = Type::kIgnored,
@@ -858,6 +882,85 @@ const config::Schema& schema() {
            .field = TC_FIELD(c.reaper.buckets_per_run),
            .min = 1,
            .max = 1u << 30},
+
+          // ---- flash
+          {.section = kFlash,
+           .name = "path",
+           .type = Type::kString,
+           .description = "The file (created 0600 if missing, extended to size) or block device of the flash store; "
+                          "\"\": no flash. Opened with O_DIRECT where the file system allows it.",
+           .field = TC_FIELD(c.flash.path)},
+          {.section = kFlash,
+           .name = "size",
+           .type = Type::kSize,
+           .description = "Bytes of the file or device the store uses: a 4 KiB superblock, then whole regions.",
+           .field = TC_FIELD(c.flash.size),
+           .rule = "with a path: a multiple of 4KiB holding at least two regions",
+           .check = TC_RULE(checkFlashSize)},
+          {.section = kFlash,
+           .name = "region_size",
+           .type = Type::kSize,
+           .description = "The unit the store writes whole and reclaims: items are buffered in DRAM until a region is "
+                          "full (the store keeps two region-sized buffers).",
+           .field = TC_FIELD(c.flash.region_size),
+           .min = 64 * kKiB,
+           .max = kGiB,
+           .rule = "a multiple of 4KiB",
+           .check = TC_RULE(checkFlashRegionSize)},
+          {.section = kFlash,
+           .name = "io_engine",
+           .type = Type::kEnum,
+           .description = "io_uring: liburing; threads: pread/pwrite on queue_depth threads; auto: io_uring, or "
+                          "threads (with a warning) where the kernel refuses it.",
+           .field = TC_ENUM(c.flash.io_engine),
+           .choices = config::choicesOf(kIoEngineKindNames)},
+          {.section = kFlash,
+           .name = "queue_depth",
+           .type = Type::kCount,
+           .description = "I/Os one caller keeps in flight (region writes are cut into 1 MiB pieces); the thread "
+                          "engine's threads.",
+           .field = TC_FIELD(c.flash.queue_depth),
+           .min = 1,
+           .max = 1024},
+          {.section = kFlash,
+           .name = "region_eviction",
+           .type = Type::kEnum,
+           .description = "The region reclaimed when the store is full: fifo, the oldest written; lru, the least "
+                          "recently read.",
+           .field = TC_ENUM(c.flash.region_eviction),
+           .choices = config::choicesOf(kRegionEvictionNames)},
+          {.section = kFlash,
+           .name = "reinsert_hits",
+           .type = Type::kBool,
+           .description = "A reclaimed region's items that were read since they were written are written again "
+                          "instead of dropped.",
+           .field = TC_FIELD(c.flash.reinsert_hits)},
+          {.section = kFlash,
+           .name = "expected_item_size",
+           .type = Type::kSize,
+           .description = "Sizes the store's DRAM index (12 bytes per item): room for size / expected_item_size "
+                          "items; a full index bucket refuses an item.",
+           .field = TC_FIELD(c.flash.expected_item_size),
+           .min = 64,
+           .max = 16 * kMiB},
+          {.section = kFlash,
+           .name = "admit_write_mb_per_sec",
+           .type = Type::kReal,
+           .description = "Write-rate budget: at most this many MB (10^6 bytes) of items a second are admitted; the "
+                          "rest are dropped as without flash. 0: no budget.",
+           .field = TC_FIELD(c.flash.admit_write_mb_per_sec),
+           .max = 1e6},
+          {.section = kFlash,
+           .name = "admit_hit_only",
+           .type = Type::kBool,
+           .description = "Only items hit in the last memory tier since they landed there are admitted (the hit "
+                          "count promotion keeps: needs promotion.enabled and two memory tiers).",
+           .field = TC_FIELD(c.flash.admit_hit_only)},
+          {.section = kFlash,
+           .name = "discard_contents",
+           .type = Type::kBool,
+           .description = "Start with an empty store instead of recovering what the file holds.",
+           .field = TC_FIELD(c.flash.discard_contents)},
       }};
   return kSchema;
 }
@@ -939,7 +1042,9 @@ void CacheConfig::normalize() {
   if (pools.empty()) pools.push_back(PoolConfig{.name = "default", .share = 1.0});
 }
 
-uint32_t CacheConfig::minAllocSize() const { return allocation.sizes.empty() ? allocation.min_size : allocation.sizes.front(); }
+uint32_t CacheConfig::minAllocSize() const {
+  return allocation.sizes.empty() ? allocation.min_size : allocation.sizes.front();
+}
 
 uint32_t CacheConfig::maxAllocSize() const {
   if (!allocation.sizes.empty()) return allocation.sizes.back();

@@ -21,6 +21,7 @@
 #include "../config/schema.h"
 #include "../config/sizes.h"
 #include "../eviction/policy_names.h"
+#include "../flash/flash_options.h"
 #include "../tiers/tier_config.h"
 
 namespace tiercache {
@@ -237,6 +238,10 @@ struct CacheConfig {
   PromotionConfig promotion;
   PersistenceConfig persistence;
   ReaperConfig reaper;
+  // A flash store behind the last memory tier (docs/design.md, "Flash"):
+  // the last tier's victims are written there instead of dropped. Off
+  // while flash.path is "".
+  FlashStoreConfig flash;
 
   // Parse a JSON document / file; throws ConfigError (and validates).
   static CacheConfig fromJsonString(std::string_view json);

@@ -18,6 +18,7 @@
 #include "cache_counters.h"
 #include "cache_persistence.h"
 #include "expiry.h"
+#include "flash_tier.h"
 #include "item.h"
 #include "item_reaper.h"
 #include "movers.h"
@@ -112,6 +113,9 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
   // Published: other threads may pin the item from here on, so the handle's
   // reference ends as a reader's does (release's CAS), not as a discard.
   const ReadHandle published(std::move(h));
+  // The key's older copy on flash, if any, goes (after the publish: a
+  // promotion of it now finds the key present).
+  if (flash_) flash_->store().remove(item->key());
   counters_->inserts.add();
   if (out.old && out.existed) counters_->replaces.add();
   AllocationClass* ac = table_->owner(ref);
@@ -238,6 +242,9 @@ CasResult Cache::rewriteLive(std::string_view key, uint64_t token, const std::st
 
 void Cache::flush(Ttl delay) {
   counters_->flushes.add();
+  // Flash entries carry no cache sequence number: they go now, even for a
+  // delayed flush (a cache may always forget).
+  if (flash_) flash_->store().removeAll();
   deadlinesSeen_.store(true, std::memory_order_relaxed);
   if (delay <= Ttl::zero()) {
     // memcached: a flush replaces the one pending, so a delayed flush given

@@ -94,6 +94,27 @@ namespace tiercache {
   X(recovered_items, "persistent items recovered at start")                                \
   X(discarded_items, "persistent slots discarded at start: torn, corrupted or a duplicate key") \
   X(expired_at_recovery, "persistent items that expired while the cache was down")
+// Whole cache, counted by the flash store behind the last memory tier
+// (FlashTier; flash/flash_store.h). Write amplification is
+// flash_bytes_written / flash_item_bytes.
+#define TIERCACHE_FLASH_COUNTERS(X)                                                            \
+  X(flash_inserts, "items written to flash (victims of the last memory tier)")                 \
+  X(flash_item_bytes, "key and value bytes of the items written to flash")                     \
+  X(flash_bytes_written, "bytes written to the flash device")                                  \
+  X(flash_reads, "reads from the flash device")                                                \
+  X(flash_hits, "finds that missed in memory and were served from flash")                      \
+  X(flash_misses, "flash lookups that found nothing")                                          \
+  X(flash_checksum_failures, "flash entries dropped: bad checksum (corrupted on the device)")  \
+  X(flash_key_mismatches, "flash reads of another key's entry (a hash tag collision): misses") \
+  X(flash_regions_reclaimed, "flash regions reclaimed for reuse")                              \
+  X(flash_reinserted, "flash items written again when their region was reclaimed")             \
+  X(flash_admission_rejects, "victims the flash admission policy refused (dropped)")           \
+  X(flash_removes, "flash entries invalidated: remove, replace or promotion")                  \
+  X(flash_recovered, "flash entries recovered at start")
+// Whole cache, read from the flash store at snapshot time.
+#define TIERCACHE_FLASH_GAUGES(X)                 \
+  X(flash_items, "items in the flash index")      \
+  X(flash_index_bytes, "DRAM the flash index takes")
 // Whole cache, read at snapshot time.
 #define TIERCACHE_CACHE_GAUGES(X)                                                  \
   X(metadata_bytes, "DRAM metadata outside the tiers: index, slab table, classes") \
@@ -154,6 +175,8 @@ struct CacheStats {
   TIERCACHE_REAPER_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_REBALANCER_COUNTERS(TIERCACHE_STATS_FIELD)
   TIERCACHE_RECOVERY_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_FLASH_COUNTERS(TIERCACHE_STATS_FIELD)
+  TIERCACHE_FLASH_GAUGES(TIERCACHE_STATS_FIELD)
   TIERCACHE_CACHE_GAUGES(TIERCACHE_STATS_FIELD)
   TIERCACHE_CLASS_ROLLUP_COUNTERS(TIERCACHE_STATS_FIELD)  // sums over the tiers
   TIERCACHE_CLASS_ROLLUP_GAUGES(TIERCACHE_STATS_FIELD)
@@ -168,7 +191,12 @@ struct CacheStats {
   std::vector<PoolStats> pools;
   std::vector<ClassStats> classes;  // only classes that ever held a slab
 
-  double hitRatio() const { return gets ? double(hits) / double(gets) : 0.0; }
+  // Flash bytes written per item byte accepted (0 before any).
+  double flashWriteAmplification() const {
+    return flash_item_bytes ? double(flash_bytes_written) / double(flash_item_bytes) : 0.0;
+  }
+  // A flash hit is a hit (the item comes back into tier 0).
+  double hitRatio() const { return gets ? double(hits + flash_hits) / double(gets) : 0.0; }
   // Share of all gets that were served by tier t.
   double tierHitRatio(size_t t) const { return gets && t < tiers.size() ? double(tiers[t].hits) / double(gets) : 0.0; }
   std::string toJson() const;

@@ -11,6 +11,7 @@
 #include "access_index.h"
 #include "cache_persistence.h"
 #include "expiry.h"
+#include "flash_tier.h"
 #include "item.h"
 #include "slab_allocator.h"
 
@@ -146,6 +147,7 @@ Movers::Movers(const MoverParts& parts)
       hash_(parts.hash),
       persistence_(parts.persistence),
       fate_(parts.fate),
+      flash_(parts.flash),
       queue_(parts.config.promotion.queue_size),
       limiter_(parts.config.promotion.max_per_sec) {
   const BackgroundEvictionConfig& be = config_.background_eviction;
@@ -363,6 +365,7 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   size_t nAdded = 0, moved = 0, aborted = 0;
   for (size_t i = 0; i < k; ++i) {
     if (b.drop[i]) {
+      if (!b.dead[i] && demoteToFlash(ac, b.src[i], b.hash[i])) continue;  // still in the cache, on flash
       // Unlinked here, reported here (kMoving keeps the item readable).
       if (index_.unlinkExact(b.src[i], b.hash[i])) fate_.notifyDropped(*table_.item(b.src[i]), b.dead[i]);
       continue;
@@ -417,6 +420,15 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   if (aborted) counters_.moves_aborted.fetch_add(aborted, std::memory_order_relaxed);
   (background ? c.background_evictions : c.evictions).fetch_add(k, std::memory_order_relaxed);
   return k;
+}
+
+bool Movers::demoteToFlash(const AllocationClass& ac, CompressedRef ref, uint64_t hash) {
+  if (!flash_ || ac.tier() + 1 != allocs_.size()) return false;
+  // Claimed (kMoving): nobody rewrites it in place while it is copied out.
+  const Item& item = *table_.item(ref);
+  const bool hit = (item.state.load(std::memory_order_relaxed) & Item::kHitMask) != 0;
+  return flash_->demote(hash, item.key(), item.value(), item.flags, item.expiry, hit,
+                        [&] { return index_.unlinkExact(ref, hash); });
 }
 
 bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {

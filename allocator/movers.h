@@ -37,6 +37,7 @@ namespace tiercache {
 class AccessIndex;
 class AllocationClass;
 class CachePersistence;
+class FlashTier;
 class Item;
 class SlabAllocator;
 class SlabTable;
@@ -86,6 +87,7 @@ struct MoverParts {
   MoverHashFn hash;
   CachePersistence& persistence;
   ItemFate& fate;
+  FlashTier* flash = nullptr;  // the flash store behind the last tier, if any
 };
 
 class Movers final : public BackgroundTarget {
@@ -168,6 +170,9 @@ class Movers final : public BackgroundTarget {
   // Moves (or drops) one claimed batch; returns its size.
   size_t moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, SlotSink* sink, bool background);
   bool copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst);
+  // A claimed live victim of the last memory tier, written to flash and
+  // unlinked from memory; false: not kept (no flash, refused, or gone).
+  bool demoteToFlash(const AllocationClass& ac, CompressedRef ref, uint64_t hash);
   bool promote(Item* item, CompressedRef ref);
   bool rebalance(SlabAllocator& a, uint32_t pool, uint32_t classId, bool idleOnly);
   bool moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint32_t classId);
@@ -191,6 +196,7 @@ class Movers final : public BackgroundTarget {
   const MoverHashFn hash_;
   CachePersistence& persistence_;
   ItemFate& fate_;
+  FlashTier* const flash_;
 
   MoverCounters counters_;
   // Per flat class: alloc_success when its evictor last looked (usage()).

@@ -9,6 +9,8 @@ packages=(
   build-essential cmake pkg-config
   libhwloc-dev hwloc libmemkind-dev libpmemobj-dev libpmem2-dev libpmempool-dev
   nlohmann-json3-dev libxxhash-dev
+  liburing-dev              # the flash store's io_uring engine (flash/io_engine.cc)
+  fio                       # scripts/flash-vs-fio.sh, the flash I/O baseline
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # clang's sanitizer runtimes
   clang-format              # scripts/check-format.sh (CI), git clang-format

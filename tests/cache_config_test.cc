@@ -53,6 +53,9 @@ constexpr const char* kFull = R"({
                 "max_batch": 33, "queue_size": 999, "upper_free_watermark": 12.5},
   "persistence": {"durable_sets": true, "demote_on_shutdown": false},
   "reaper": {"enabled": false, "interval_ms": 250, "buckets_per_run": 4096},
+  "flash": {"path": "/var/tmp/tiercache.flash", "size": "1GiB", "region_size": "8MiB", "io_engine": "threads",
+            "queue_depth": 16, "region_eviction": "lru", "reinsert_hits": false, "expected_item_size": "4KiB",
+            "admit_write_mb_per_sec": 50.5, "admit_hit_only": true, "discard_contents": true},
   "workload": {"ops": 1000000, "anything": [1, "x", null]}
 })";
 

@@ -3,6 +3,11 @@
 // the item's sequence number to stdout, so the parent knows which sets were
 // acknowledged before the SIGKILL.
 //   tiercache_crash_child POOL_FILE durable|volatile PREFIX SEED
+//   tiercache_crash_child FLASH_FILE flash PREFIX SEED
+// The flash mode runs a set storm over 30,000 keys into a DRAM cache with a
+// flash store behind it (test::flashCacheConfig), each set's value encoding
+// key and version (test::flashValue); after each set it writes the key's
+// number and the version, two uint32s.
 //
 // Fault seam (deterministic crash): with TIERCACHE_CRASH_AT=replace-committed
 // the child sets key PREFIX to its "old" value, acknowledges it (writes 1),
@@ -21,6 +26,7 @@
 #include <string>
 
 #include "allocator/cache.h"
+#include "flash_test_util.h"
 #include "persistent_test_util.h"
 
 namespace {
@@ -44,6 +50,18 @@ int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
   return 5;  // the seam did not fire
 }
 
+int flashStorm(const char* path, const std::string& prefix, uint64_t seed) {
+  tiercache::Cache cache(tiercache::test::flashCacheConfig(path, 64));
+  std::mt19937_64 rng(seed);
+  for (uint32_t version = 1;; ++version) {
+    const uint32_t k = static_cast<uint32_t>(rng() % 30000);
+    const std::string key = prefix + std::to_string(k);
+    if (!cache.set(key, tiercache::test::flashValue(key, version, 100 + rng() % 1400))) continue;
+    const uint32_t ack[2] = {k, version};
+    if (write(1, ack, sizeof ack) != sizeof ack) return 3;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +72,7 @@ int main(int argc, char** argv) {
   if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "replace-committed") == 0) {
     return replaceAndCrash(argv[1], argv[3], std::strtoul(argv[4], nullptr, 10) == 0);
   }
+  if (std::string(argv[2]) == "flash") return flashStorm(argv[1], argv[3], std::strtoull(argv[4], nullptr, 10));
   const bool durable = std::string(argv[2]) == "durable";
   const std::string prefix = argv[3];
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));

@@ -1,0 +1,48 @@
+// The cache's read path into its flash store: a miss in memory looks the
+// key up on flash and brings a verified copy back into tier 0 (see
+// flash_tier.h for the moves of a key between memory and flash).
+#include <cstring>
+
+#include "access_index.h"
+#include "cache.h"
+#include "flash_tier.h"
+#include "item.h"
+
+namespace tiercache {
+
+ReadHandle Cache::promoteFromFlash(std::string_view key, uint64_t hash) {
+  FlashStore& store = flash_->store();
+  if (!store.mayContain(key)) return {};  // most misses: no I/O
+  FlashLoc at;
+  std::optional<FlashItem> found = store.lookup(key, &at);
+  if (!found) return {};
+  if (found->expiry != 0 && found->expiry <= nowSeconds()) {
+    std::lock_guard<std::mutex> g(flash_->keyLock(hash));
+    store.removeIfAt(key, at);
+    return {};
+  }
+  // The slot is taken (and may evict, into flash) before the key's lock.
+  WriteHandle h = allocateIn(0, 0, key, found->value.size(), hash);
+  if (!h) return {};
+  std::memcpy(h.data(), found->value.data(), found->value.size());
+  h.item()->expiry = found->expiry;
+  h.item()->flags = found->flags;
+  {
+    std::lock_guard<std::mutex> g(flash_->keyLock(hash));
+    // Removed, replaced or demoted anew since the read: that copy was not
+    // the key's current one. Otherwise it moves up (tiers are exclusive) if
+    // no set has put the key in memory meanwhile.
+    if (store.removeIfAt(key, at)) {
+      InsertCondition cond;
+      cond.kind = InsertCondition::Kind::kIfAbsent;
+      publishHashed(std::move(h), cond, false, hash);
+    }
+  }
+  // A pin on whatever memory holds now (the copy, or a newer set's item).
+  Item* item = nullptr;
+  const CompressedRef ref = index_->acquire(key, hash, item, nullptr);
+  if (!ref) return {};
+  return ReadHandle(this, item, ref);
+}
+
+}  // namespace tiercache

@@ -1,0 +1,453 @@
+#include "flash_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace tiercache {
+
+namespace {
+
+constexpr uint64_t kSuperMagic = 0x31485341'4c464354ull;  // "TCFLASH1"
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kRegionMagic = 0x4e4f4947'4552434dull;
+constexpr uint32_t kEntryMagic = 0x59544e45u;  // "ENTY"
+constexpr uint8_t kKindValue = 1;
+constexpr uint8_t kKindTombstone = 2;
+constexpr uint8_t kKindRemoveAll = 3;  // no key: every earlier entry is gone
+// Region writes are cut into chunks this large so that several are in
+// flight at the engine's queue depth.
+constexpr size_t kWriteChunk = 1u << 20;
+
+struct Superblock {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t clean;
+  uint64_t deviceSize;
+  uint64_t regionSize;
+  uint64_t formatId;
+  uint64_t checksum;  // of the fields above
+};
+
+struct RegionHeader {
+  uint64_t magic;
+  uint64_t regionSeq;
+  uint64_t formatId;
+  uint64_t checksum;
+};
+static_assert(sizeof(RegionHeader) == FlashStore::kRegionHeader);
+
+struct EntryHeader {
+  uint32_t magic;
+  uint16_t keySize;
+  uint8_t kind;
+  uint8_t pad0;
+  uint32_t valueSize;
+  uint32_t flags;
+  uint32_t expiry;
+  uint32_t pad1;
+  uint64_t seq;
+  uint64_t checksum;  // XXH3 of the header (this field 0), key and value, seeded
+};
+static_assert(sizeof(EntryHeader) == FlashStore::kEntryHeader);
+
+uint64_t defaultHash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+size_t entryBytes(size_t key, size_t value) {
+  const size_t n = FlashStore::kEntryHeader + key + value;
+  return (n + FlashIndex::kUnit - 1) / FlashIndex::kUnit * FlashIndex::kUnit;
+}
+
+uint64_t entryChecksum(const char* entry, uint64_t seed) {
+  EntryHeader h;
+  std::memcpy(&h, entry, sizeof h);
+  h.checksum = 0;
+  // The header's hash seeds the payload's: one value covers both.
+  const uint64_t head = XXH3_64bits_withSeed(&h, sizeof h, seed);
+  return XXH3_64bits_withSeed(entry + sizeof h, size_t{h.keySize} + h.valueSize, head);
+}
+
+// A parsed entry at p with `room` bytes to its region's end; false when
+// it is not a whole, checked entry of the region seeded `seed`.
+bool parseEntry(const char* p, size_t room, uint64_t seed, EntryHeader& h) {
+  if (room < sizeof h) return false;
+  std::memcpy(&h, p, sizeof h);
+  if (h.magic != kEntryMagic || h.kind < kKindValue || h.kind > kKindRemoveAll) return false;
+  if (entryBytes(h.keySize, h.valueSize) > room) return false;
+  return entryChecksum(p, seed) == h.checksum;
+}
+
+}  // namespace
+
+struct FlashStore::Reinsert {
+  uint64_t hash;
+  FlashLoc from;
+  std::string key;
+  std::string value;
+  uint32_t flags;
+  uint32_t expiry;
+};
+
+FlashStore::FlashStore(const FlashStoreConfig& config, FlashHashFn hash)
+    : config_(config),
+      hash_(hash ? hash : &defaultHash),
+      device_(config.path, config.size),
+      admission_(config.admit_write_mb_per_sec, config.admit_hit_only) {
+  const uint64_t rs = config_.region_size;
+  if (rs < (64u << 10) || rs % FlashDevice::kAlign != 0 || rs > (1ull << 30)) {
+    throw std::runtime_error("flash: region_size must be a multiple of 4 KiB between 64 KiB and 1 GiB");
+  }
+  if (config_.size < FlashDevice::kAlign + 2 * rs) {
+    throw std::runtime_error("flash: size must hold the superblock and at least two regions");
+  }
+  if (config_.size > FlashIndex::kMaxAddr) throw std::runtime_error("flash: size beyond 16 TiB");
+  regions_ = (config_.size - FlashDevice::kAlign) / rs;
+  engine_ = openIoEngine(config_.io_engine, device_.fd(), config_.queue_depth);
+  index_ = std::make_unique<FlashIndex>(config_.size / std::max<uint64_t>(config_.expected_item_size, 64));
+  epoch_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
+  regionSeq_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
+  lastRead_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
+  buf_ = allocAligned(rs);
+  scratch_ = allocAligned(rs);
+
+  AlignedBuffer sb = allocAligned(FlashDevice::kAlign);
+  ioOrThrow(IoRequest::Op::kRead, sb.get(), 0, FlashDevice::kAlign);
+  Superblock s;
+  std::memcpy(&s, sb.get(), sizeof s);
+  const bool valid =
+      s.magic == kSuperMagic && s.version == kVersion && s.checksum == XXH3_64bits(&s, offsetof(Superblock, checksum));
+  const bool sameGeometry = valid && s.deviceSize == config_.size && s.regionSize == rs;
+  if (!config_.discard_contents && sameGeometry) {
+    formatId_ = s.formatId;
+    recover(s.clean != 0);
+  } else {
+    format();
+    openReport_ = valid && !config_.discard_contents ? "formatted (the store's geometry changed)" : "formatted";
+  }
+  std::lock_guard<std::mutex> g(appendMu_);
+  writeSuperblock(false);  // dirty until close()
+}
+
+FlashStore::~FlashStore() {
+  try {
+    close();
+  } catch (const std::exception&) {
+    // A failed final write leaves the store unclean: recovery copes.
+  }
+}
+
+void FlashStore::ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len) {
+  std::vector<IoRequest> reqs;
+  for (size_t done = 0; done < len; done += kWriteChunk) {
+    IoRequest r;
+    r.op = op;
+    r.buf = buf + done;
+    r.offset = offset + done;
+    r.len = static_cast<uint32_t>(std::min(kWriteChunk, len - done));
+    reqs.push_back(r);
+  }
+  engine_->run(reqs);
+  for (const IoRequest& r : reqs) {
+    if (r.result != static_cast<int64_t>(r.len)) {
+      throw std::runtime_error("flash: " + std::string(op == IoRequest::Op::kRead ? "read" : "write") + " of " +
+                               device_.path() + " at " + std::to_string(r.offset) + " failed: " +
+                               (r.result < 0 ? std::strerror(static_cast<int>(-r.result)) : "short transfer"));
+    }
+  }
+  if (op == IoRequest::Op::kWrite) counters_.bytes_written.fetch_add(len, std::memory_order_relaxed);
+}
+
+void FlashStore::writeSuperblock(bool clean) {
+  AlignedBuffer sb = allocAligned(FlashDevice::kAlign);
+  Superblock s{kSuperMagic, kVersion, clean ? 1u : 0u, config_.size, config_.region_size, formatId_, 0};
+  s.checksum = XXH3_64bits(&s, offsetof(Superblock, checksum));
+  std::memcpy(sb.get(), &s, sizeof s);
+  ioOrThrow(IoRequest::Op::kWrite, sb.get(), 0, FlashDevice::kAlign);
+  if (!device_.directIo() || clean) device_.sync();
+}
+
+void FlashStore::format() {
+  std::random_device rd;
+  formatId_ = (uint64_t{rd()} << 32) ^ rd() ^
+              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::lock_guard<std::mutex> g(appendMu_);
+  activateLocked(0);
+}
+
+void FlashStore::recover(bool clean) {
+  // 1. Region headers: which regions hold what, in which order.
+  std::vector<std::pair<uint64_t, uint64_t>> order;  // (regionSeq, region)
+  AlignedBuffer head = allocAligned(FlashDevice::kAlign);
+  for (uint64_t r = 0; r < regions_; ++r) {
+    ioOrThrow(IoRequest::Op::kRead, head.get(), regionStart(r), FlashDevice::kAlign);
+    RegionHeader h;
+    std::memcpy(&h, head.get(), sizeof h);
+    if (h.magic != kRegionMagic || h.formatId != formatId_ || h.regionSeq == 0) continue;
+    if (h.checksum != XXH3_64bits(&h, offsetof(RegionHeader, checksum))) continue;
+    order.emplace_back(h.regionSeq, r);
+  }
+  std::sort(order.begin(), order.end());
+  // 2. Replay, oldest region first: a later entry of a key wins.
+  uint64_t maxSeq = 0, entries = 0;
+  for (const auto& [rseq, r] : order) {
+    ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(r), config_.region_size);
+    regionSeq_[r].store(rseq);
+    lastRead_[r].store(rseq);
+    const uint64_t seed = seedOf(rseq);
+    size_t off = kRegionHeader;
+    EntryHeader h;
+    while (parseEntry(scratch_.get() + off, config_.region_size - off, seed, h)) {
+      const size_t n = entryBytes(h.keySize, h.valueSize);
+      const std::string_view key(scratch_.get() + off + sizeof h, h.keySize);
+      const uint64_t kh = hash_(key);
+      if (h.kind == kKindValue) {
+        if (index_->insert(kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)})) ++entries;
+      } else if (h.kind == kKindRemoveAll) {
+        index_->clear();
+      } else {
+        index_->remove(kh);
+      }
+      maxSeq = std::max(maxSeq, h.seq);
+      off += n;
+    }
+  }
+  counters_.recovered.store(index_->size());
+  nextSeq_ = maxSeq + 1;
+  std::lock_guard<std::mutex> g(appendMu_);
+  nextRegionSeq_ = order.empty() ? 1 : order.back().first + 1;
+  clock_.store(nextRegionSeq_);  // reads from now on are more recent than any region's write
+  // The ring goes on after the newest region.
+  activateLocked(order.empty() ? 0 : (order.back().second + 1) % regions_);
+  openReport_ = "recovered " + std::to_string(index_->size()) + " entries from " + std::to_string(order.size()) +
+                " regions (" + (clean ? "clean" : "unclean") + " shutdown)";
+}
+
+void FlashStore::activateLocked(uint64_t r) {
+  // A reused region's old index entries are gone (reclaimLocked) or lose
+  // their epoch check from here on.
+  epoch_[r].fetch_add(1);  // odd: in the DRAM buffer
+  const uint64_t rseq = nextRegionSeq_++;
+  regionSeq_[r].store(rseq);
+  lastRead_[r].store(clock_.fetch_add(1));
+  active_ = r;
+  std::memset(buf_.get(), 0, config_.region_size);
+  RegionHeader h{kRegionMagic, rseq, formatId_, 0};
+  h.checksum = XXH3_64bits(&h, offsetof(RegionHeader, checksum));
+  std::memcpy(buf_.get(), &h, sizeof h);
+  used_ = kRegionHeader;
+}
+
+FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags,
+                                  uint32_t expiry) {
+  const size_t n = entryBytes(key.size(), value.size());
+  if (used_ + n > config_.region_size) sealAndAdvanceLocked();
+  char* p = buf_.get() + used_;
+  EntryHeader h{};
+  h.magic = kEntryMagic;
+  h.keySize = static_cast<uint16_t>(key.size());
+  h.kind = kind;
+  h.valueSize = static_cast<uint32_t>(value.size());
+  h.flags = flags;
+  h.expiry = expiry;
+  h.seq = nextSeq_++;
+  std::memcpy(p, &h, sizeof h);
+  std::memcpy(p + sizeof h, key.data(), key.size());
+  if (!value.empty()) std::memcpy(p + sizeof h + key.size(), value.data(), value.size());
+  h.checksum = entryChecksum(p, seedOf(regionSeq_[active_].load(std::memory_order_relaxed)));
+  std::memcpy(p + offsetof(EntryHeader, checksum), &h.checksum, sizeof h.checksum);
+  const FlashLoc loc{regionStart(active_) + used_, static_cast<uint32_t>(n)};
+  used_ += n;
+  return loc;
+}
+
+void FlashStore::writeActiveLocked() {
+  const size_t len = (used_ + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
+  ioOrThrow(IoRequest::Op::kWrite, buf_.get(), regionStart(active_), len);
+}
+
+uint64_t FlashStore::pickVictimLocked() const {
+  if (config_.region_eviction == RegionEviction::kFifo) return (active_ + 1) % regions_;
+  uint64_t best = regions_, bestClock = UINT64_MAX;
+  for (uint64_t r = 0; r < regions_; ++r) {
+    if (r == active_) continue;
+    if (regionSeq_[r].load(std::memory_order_relaxed) == 0) return r;  // never used
+    const uint64_t c = lastRead_[r].load(std::memory_order_relaxed);
+    if (c < bestClock) {
+      bestClock = c;
+      best = r;
+    }
+  }
+  return best;
+}
+
+void FlashStore::reclaimLocked(uint64_t r, std::vector<Reinsert>& hot) {
+  ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(r), config_.region_size);
+  const uint64_t seed = seedOf(regionSeq_[r].load(std::memory_order_relaxed));
+  size_t off = kRegionHeader;
+  EntryHeader h;
+  while (parseEntry(scratch_.get() + off, config_.region_size - off, seed, h)) {
+    const size_t n = entryBytes(h.keySize, h.valueSize);
+    const char* p = scratch_.get() + off;
+    const FlashLoc loc{regionStart(r) + off, static_cast<uint32_t>(n)};
+    off += n;
+    if (h.kind != kKindValue) continue;
+    const std::string_view key(p + sizeof h, h.keySize);
+    const uint64_t kh = hash_(key);
+    const auto found = index_->lookup(kh);
+    if (!found || found->loc != loc) continue;  // replaced, removed or never indexed
+    if (config_.reinsert_hits && found->hit) {
+      hot.push_back(
+          Reinsert{kh, loc, std::string(key), std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
+    } else {
+      index_->removeIf(kh, loc);
+    }
+  }
+  counters_.regions_reclaimed.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlashStore::sealAndAdvanceLocked() {
+  writeActiveLocked();
+  epoch_[active_].fetch_add(1);  // even: on the device
+  const uint64_t next = pickVictimLocked();
+  std::vector<Reinsert> hot;
+  if (regionSeq_[next].load(std::memory_order_relaxed) != 0) reclaimLocked(next, hot);
+  activateLocked(next);
+  for (const Reinsert& e : hot) {
+    // Fits: the entries came from one region and are written back packed.
+    const FlashLoc to = appendLocked(kKindValue, e.key, e.value, e.flags, e.expiry);
+    if (index_->replaceIf(e.hash, e.from, to)) counters_.reinserted.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+FlashStore::InsertResult FlashStore::insert(std::string_view key, std::string_view value, uint32_t flags,
+                                            uint32_t expiry, bool wasHit) {
+  const size_t n = entryBytes(key.size(), value.size());
+  if (key.size() > UINT16_MAX || n > config_.region_size - kRegionHeader || n > FlashIndex::kMaxSize) {
+    counters_.rejects_other.fetch_add(1, std::memory_order_relaxed);
+    return InsertResult::kTooLarge;
+  }
+  if (!admission_.admit(n, wasHit)) {
+    counters_.admission_rejects.fetch_add(1, std::memory_order_relaxed);
+    return InsertResult::kRejected;
+  }
+  const uint64_t h = hash_(key);
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (closed_) return InsertResult::kRejected;
+  const FlashLoc loc = appendLocked(kKindValue, key, value, flags, expiry);
+  if (!index_->insert(h, loc)) {
+    counters_.rejects_other.fetch_add(1, std::memory_order_relaxed);
+    return InsertResult::kIndexFull;
+  }
+  counters_.inserts.fetch_add(1, std::memory_order_relaxed);
+  counters_.item_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
+  return InsertResult::kStored;
+}
+
+bool FlashStore::mayContain(std::string_view key) const { return index_->lookup(hash_(key)).has_value(); }
+
+bool FlashStore::remove(std::string_view key) {
+  const uint64_t h = hash_(key);
+  if (!index_->lookup(h)) return false;  // the common case: no I/O, no append lock
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (!index_->remove(h)) return false;
+  tombstoneLocked(key);
+  return true;
+}
+
+bool FlashStore::removeIfAt(std::string_view key, const FlashLoc& where) {
+  const uint64_t h = hash_(key);
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (!index_->removeIf(h, where)) return false;
+  tombstoneLocked(key);
+  return true;
+}
+
+void FlashStore::tombstoneLocked(std::string_view key) {
+  // The tombstone keeps recovery from bringing the entry back.
+  if (!closed_) appendLocked(kKindTombstone, key, {}, 0, 0);
+  counters_.removes.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlashStore::removeAll() {
+  std::lock_guard<std::mutex> g(appendMu_);
+  index_->clear();
+  if (!closed_) appendLocked(kKindRemoveAll, {}, {}, 0, 0);
+}
+
+std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* where) {
+  const uint64_t h = hash_(key);
+  // A region rewritten under the read is read again (a bounded number of times).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto found = index_->lookup(h);
+    if (!found) break;
+    const FlashLoc loc = found->loc;
+    const uint64_t r = regionOf(loc.addr);
+    const uint64_t e1 = epoch_[r].load();
+    uint64_t rseq = regionSeq_[r].load();
+    std::string copy;  // the entry from the active buffer
+    AlignedBuffer span;
+    const char* p = nullptr;
+    if (e1 & 1) {
+      std::lock_guard<std::mutex> g(appendMu_);
+      if (epoch_[r].load() != e1) continue;
+      rseq = regionSeq_[r].load();  // set after the epoch when the region was activated
+      const size_t off = loc.addr - regionStart(r);
+      copy.assign(buf_.get() + off, loc.size);
+      p = copy.data();
+    } else {
+      const uint64_t first = loc.addr / FlashDevice::kAlign * FlashDevice::kAlign;
+      const uint64_t end = (loc.addr + loc.size + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
+      span = allocAligned(end - first);
+      IoRequest req;
+      req.op = IoRequest::Op::kRead;
+      req.buf = span.get();
+      req.offset = first;
+      req.len = static_cast<uint32_t>(end - first);
+      engine_->run({&req, 1});
+      counters_.reads.fetch_add(1, std::memory_order_relaxed);
+      if (epoch_[r].load() != e1) continue;                    // reused under the read
+      if (req.result != static_cast<int64_t>(req.len)) break;  // an I/O error is a miss
+      p = span.get() + (loc.addr - first);
+    }
+    EntryHeader eh;
+    if (!parseEntry(p, loc.size, seedOf(rseq), eh) || eh.kind != kKindValue ||
+        entryBytes(eh.keySize, eh.valueSize) != loc.size) {
+      // Corrupted on the device (or a bug): dropped, counted, never returned.
+      counters_.checksum_failures.fetch_add(1, std::memory_order_relaxed);
+      index_->removeIf(h, loc);
+      break;
+    }
+    if (std::string_view(p + sizeof eh, eh.keySize) != key) {
+      counters_.key_mismatches.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    index_->markHit(h, loc);
+    if (where) *where = loc;
+    lastRead_[r].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+    counters_.hits.fetch_add(1, std::memory_order_relaxed);
+    return FlashItem{std::string(p + sizeof eh + eh.keySize, eh.valueSize), eh.flags, eh.expiry};
+  }
+  counters_.misses.fetch_add(1, std::memory_order_relaxed);
+  return std::nullopt;
+}
+
+void FlashStore::flush() {
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (!closed_) writeActiveLocked();
+}
+
+void FlashStore::close() {
+  std::lock_guard<std::mutex> g(appendMu_);
+  if (closed_) return;
+  closed_ = true;
+  writeActiveLocked();
+  device_.sync();
+  writeSuperblock(true);
+}
+
+}  // namespace tiercache

@@ -1,0 +1,177 @@
+// FlashStore: a log-structured store of key/value entries on a file or
+// block device (flash), the last level of a Cache. Not byte-addressable
+// memory: the cache copies values in and out, and a read costs an I/O.
+//
+// Layout. The device is a 4 KiB superblock (signature, version, geometry, a
+// random format id, clean flag) followed by regions of region_size bytes.
+// Items are appended to an in-DRAM buffer of the active region; a full
+// buffer is written whole, sequentially, and the next region becomes
+// active: the next in ring order (FIFO) or the least recently read (LRU).
+// A region taken again is reclaimed first: its entries leave the index,
+// except those hit since written, which are appended again (reinserted).
+//
+// Entry (40-byte header, then key and value, padded to 16 bytes): magic,
+// kind (value or tombstone), sizes, memcached flags and deadline, a
+// store-wide sequence number and an XXH3 checksum of header, key and value
+// seeded with the format id and the region's sequence number. So an entry
+// left by an earlier use of a region, or by an earlier format, never checks
+// out as part of the current one.
+//
+// Index: FlashIndex (12 bytes per item, keyed by hash and tag). A read goes
+// to the region buffer while the region is active, else to the device in
+// 4 KiB-aligned spans; the key and checksum are verified on every read: a
+// colliding key misses, a corrupted entry is dropped and counted, neither
+// is ever returned. Regions carry an epoch (odd while in the DRAM buffer,
+// bumped when written and when reused) that a read checks around its I/O,
+// so a region rewritten under a read is read again, never mixed.
+//
+// Recovery (every open of an existing store, clean or after kill -9): the
+// regions' headers are read, regions replayed in sequence order, each entry
+// up to the first one that does not check out; a later entry of a key
+// replaces an earlier one, a tombstone removes it. What was still in the
+// DRAM buffer at a crash is lost (entries and tombstones alike; see
+// docs/design.md, "Flash").
+//
+// Concurrency: inserts, removes and region writes are serialized by one
+// append mutex (the log order is the index order); lookups take it only to
+// copy from the active buffer. Any number of threads may call anything.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flash_admission.h"
+#include "flash_options.h"
+#include "flash_device.h"
+#include "flash_index.h"
+
+namespace tiercache {
+
+// Counters of one store, monotonic (the cache's flash rows read them).
+struct FlashCounters {
+  std::atomic<uint64_t> inserts{0};        // entries accepted
+  std::atomic<uint64_t> item_bytes{0};     // key + value bytes accepted
+  std::atomic<uint64_t> bytes_written{0};  // bytes written to the device
+  std::atomic<uint64_t> reads{0};          // device reads
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> checksum_failures{0};  // entries dropped: bad magic or checksum
+  std::atomic<uint64_t> key_mismatches{0};     // tag collisions caught by the key compare
+  std::atomic<uint64_t> regions_reclaimed{0};
+  std::atomic<uint64_t> reinserted{0};
+  std::atomic<uint64_t> admission_rejects{0};
+  std::atomic<uint64_t> rejects_other{0};  // too large, or index bucket full
+  std::atomic<uint64_t> removes{0};        // entries invalidated (tombstones)
+  std::atomic<uint64_t> recovered{0};      // entries indexed by recovery
+};
+
+struct FlashItem {
+  std::string value;
+  uint32_t flags = 0;
+  uint32_t expiry = 0;  // the cache's deadline (0: none)
+};
+
+using FlashHashFn = uint64_t (*)(std::string_view key);
+
+class FlashStore {
+ public:
+  static constexpr size_t kEntryHeader = 40;
+  static constexpr size_t kRegionHeader = 32;
+
+  enum class InsertResult : uint8_t { kStored, kRejected, kTooLarge, kIndexFull };
+
+  // Opens (recovering what is there) or formats the store. Throws
+  // std::runtime_error for an unusable device or geometry. hash: nullptr
+  // for XXH3 (a test passes one that collides).
+  explicit FlashStore(const FlashStoreConfig& config, FlashHashFn hash = nullptr);
+  // close().
+  ~FlashStore();
+  FlashStore(const FlashStore&) = delete;
+  FlashStore& operator=(const FlashStore&) = delete;
+
+  // Appends the item and points the index at it (replacing an older copy).
+  // wasHit: the item was read while in memory (admit_hit_only).
+  InsertResult insert(std::string_view key, std::string_view value, uint32_t flags = 0, uint32_t expiry = 0,
+                      bool wasHit = true);
+  // The newest copy of key, verified; nullopt on a miss.
+  // *where: the entry's location (for removeIfAt).
+  std::optional<FlashItem> lookup(std::string_view key, FlashLoc* where = nullptr);
+  // Whether the index has an entry for key's tag (no I/O; may be another key's).
+  bool mayContain(std::string_view key) const;
+  // Drops key's entry (and logs a tombstone); false when there was none.
+  bool remove(std::string_view key);
+  // Drops key's entry only if it is still the one at `where` (a lookup's).
+  bool removeIfAt(std::string_view key, const FlashLoc& where);
+  // Drops every entry (memcached flush_all); a marker in the log keeps
+  // recovery from bringing them back.
+  void removeAll();
+  // Writes the active buffer out (its region stays active): what is in the
+  // store so far survives a crash.
+  void flush();
+  // Writes the buffer and marks the store clean; later calls do nothing.
+  void close();
+
+  const FlashCounters& counters() const { return counters_; }
+  uint64_t items() const { return index_->size(); }
+  uint64_t indexBytes() const { return index_->memoryBytes(); }
+  uint64_t regionCount() const { return regions_; }
+  const char* engineName() const { return engine_->name(); }
+  bool directIo() const { return device_.directIo(); }
+  // What open found: "formatted", or "recovered N entries from R regions (clean|unclean shutdown)".
+  const std::string& openReport() const { return openReport_; }
+  const FlashStoreConfig& config() const { return config_; }
+
+ private:
+  struct Reinsert;
+  uint64_t regionStart(uint64_t r) const { return FlashDevice::kAlign + r * config_.region_size; }
+  uint64_t regionOf(uint64_t addr) const { return (addr - FlashDevice::kAlign) / config_.region_size; }
+  uint64_t seedOf(uint64_t regionSeq) const { return formatId_ ^ (regionSeq * 0x9E3779B97F4A7C15ull); }
+  void format();
+  void recover(bool clean);
+  void writeSuperblock(bool clean);
+  // Appends one entry to the active buffer (sealing it first when full);
+  // appendMu_ held. Returns its location.
+  FlashLoc appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags, uint32_t expiry);
+  void sealAndAdvanceLocked();
+  void writeActiveLocked();
+  uint64_t pickVictimLocked() const;
+  void reclaimLocked(uint64_t r, std::vector<Reinsert>& hot);
+  void activateLocked(uint64_t r);
+  void tombstoneLocked(std::string_view key);
+  void ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len);
+
+  const FlashStoreConfig config_;
+  const FlashHashFn hash_;
+  FlashDevice device_;
+  std::unique_ptr<IoEngine> engine_;
+  std::unique_ptr<FlashIndex> index_;
+  FlashAdmission admission_;
+  uint64_t regions_ = 0;
+  uint64_t formatId_ = 0;
+  std::string openReport_;
+  FlashCounters counters_;
+
+  // Per region: epoch (odd: in the DRAM buffer), its sequence number (0:
+  // never written) and when it was last read (a logical clock, for LRU).
+  std::unique_ptr<std::atomic<uint64_t>[]> epoch_;
+  std::unique_ptr<std::atomic<uint64_t>[]> regionSeq_;
+  std::unique_ptr<std::atomic<uint64_t>[]> lastRead_;
+  std::atomic<uint64_t> clock_{1};
+
+  std::mutex appendMu_;    // everything below
+  AlignedBuffer buf_;      // the active region's contents
+  AlignedBuffer scratch_;  // a reclaimed region, read back
+  uint64_t active_ = 0;
+  size_t used_ = 0;  // bytes of buf_ in use
+  uint64_t nextRegionSeq_ = 1;
+  uint64_t nextSeq_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace tiercache

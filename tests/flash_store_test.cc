@@ -1,0 +1,321 @@
+// FlashStore on real files: read-back across region rollover and reclaim,
+// hot-item reinsertion, tag collisions, corruption, both I/O engines,
+// recovery (clean and unclean), and a multi-threaded stress.
+#include "flash/flash_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "flash_test_util.h"
+#include "fs_test_util.h"
+
+namespace tiercache {
+namespace {
+
+using test::flashTestParent;
+using test::flashValue;
+using test::flashValueVersion;
+using test::smallFlashConfig;
+using test::TempDir;
+
+std::string fkey(int i) { return "key-" + std::to_string(i); }
+
+class FlashStoreEngines : public ::testing::TestWithParam<IoEngineKind> {};
+
+TEST_P(FlashStoreEngines, ValuesReadBackAcrossRolloverAndReclaim) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  c.io_engine = GetParam();
+  c.reinsert_hits = false;
+  FlashStore s(c);
+  EXPECT_STREQ(s.engineName(), GetParam() == IoEngineKind::kThreads ? "threads" : "io_uring");
+  // About 600 bytes an entry: 100 a region, 16 regions, 4000 items wrap the ring twice.
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(s.insert(fkey(i), flashValue(fkey(i), 1, 500 + i % 100), i, 0), FlashStore::InsertResult::kStored);
+  }
+  EXPECT_GT(s.counters().regions_reclaimed.load(), 16u);
+  int present = 0;
+  for (int i = 0; i < n; ++i) {
+    auto v = s.lookup(fkey(i));
+    if (!v) continue;
+    ++present;
+    EXPECT_EQ(v->value, flashValue(fkey(i), 1, 500 + i % 100)) << fkey(i);
+    EXPECT_EQ(v->flags, static_cast<uint32_t>(i));
+  }
+  // The newest ~15 regions stay, and nothing older.
+  EXPECT_GT(present, 1300);
+  EXPECT_LT(present, 1700);
+  for (int i = n - 1000; i < n; ++i) EXPECT_TRUE(s.lookup(fkey(i))) << fkey(i);
+  EXPECT_FALSE(s.lookup(fkey(0)));
+  EXPECT_EQ(s.counters().checksum_failures.load(), 0u);
+  EXPECT_EQ(s.counters().key_mismatches.load(), 0u);
+  // Region writes only: bytes written is whole 4 KiB blocks of full regions.
+  EXPECT_GE(s.counters().bytes_written.load(), s.counters().regions_reclaimed.load() * (60u << 10));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, FlashStoreEngines, ::testing::Values(IoEngineKind::kUring, IoEngineKind::kThreads),
+                         [](const auto& info) { return info.param == IoEngineKind::kUring ? "io_uring" : "threads"; });
+
+TEST(FlashStore, ReplaceAndRemoveTakeEffect) {
+  TempDir dir(flashTestParent());
+  FlashStore s(smallFlashConfig(dir.file("flash")));
+  s.insert("a", flashValue("a", 1, 100));
+  s.insert("a", flashValue("a", 2, 3000));
+  s.insert("b", flashValue("b", 1, 100));
+  EXPECT_EQ(s.lookup("a")->value, flashValue("a", 2, 3000));
+  EXPECT_TRUE(s.remove("b"));
+  EXPECT_FALSE(s.remove("b"));
+  EXPECT_FALSE(s.lookup("b"));
+  EXPECT_EQ(s.counters().removes.load(), 1u);
+  EXPECT_EQ(s.items(), 1u);
+}
+
+TEST(FlashStore, HitItemsAreReinsertedWhenTheirRegionIsReclaimed) {
+  TempDir dir(flashTestParent());
+  FlashStore s(smallFlashConfig(dir.file("flash")));
+  for (int i = 0; i < 50; ++i) s.insert(fkey(i), flashValue(fkey(i), 7, 500));
+  for (int i = 0; i < 50; i += 5) ASSERT_TRUE(s.lookup(fkey(i)));  // hot: every fifth
+  // Push the first region through the ring twice over.
+  for (int i = 1000; i < 4000; ++i) s.insert(fkey(i), flashValue(fkey(i), 1, 500));
+  EXPECT_GE(s.counters().reinserted.load(), 10u);
+  for (int i = 0; i < 50; ++i) {
+    auto v = s.lookup(fkey(i));
+    if (i % 5 == 0) {
+      ASSERT_TRUE(v) << fkey(i);
+      EXPECT_EQ(v->value, flashValue(fkey(i), 7, 500));
+    } else {
+      EXPECT_FALSE(v) << fkey(i);
+    }
+  }
+}
+
+TEST(FlashStore, LruRegionEvictionKeepsReadRegions) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  c.region_eviction = RegionEviction::kLru;
+  c.reinsert_hits = false;
+  FlashStore s(c);
+  for (int i = 0; i < 100; ++i) s.insert(fkey(i), flashValue(fkey(i), 1, 500));  // region 0
+  for (int i = 1000; i < 4000; ++i) {
+    s.insert(fkey(i), flashValue(fkey(i), 1, 500));
+    if (i % 50 == 0) ASSERT_TRUE(s.lookup(fkey(3)));  // keeps region 0 recent
+  }
+  EXPECT_GT(s.counters().regions_reclaimed.load(), 0u);
+  EXPECT_EQ(s.lookup(fkey(3))->value, flashValue(fkey(3), 1, 500));
+}
+
+uint64_t oneHashForAll(std::string_view) { return 0x1234567800000042ull; }
+
+TEST(FlashStore, KeysWithOneTagAreNeverConfused) {
+  TempDir dir(flashTestParent());
+  FlashStore s(smallFlashConfig(dir.file("flash")), &oneHashForAll);
+  s.insert("alpha", flashValue("alpha", 1, 200));
+  s.insert("beta", flashValue("beta", 1, 200));  // same bucket, same tag: replaces alpha's entry
+  EXPECT_FALSE(s.lookup("alpha"));
+  EXPECT_EQ(s.counters().key_mismatches.load(), 1u);
+  EXPECT_EQ(s.lookup("beta")->value, flashValue("beta", 1, 200));
+  // Once on the device too.
+  for (int i = 0; i < 300; ++i) s.insert("gamma", flashValue("gamma", i, 500));
+  EXPECT_FALSE(s.lookup("beta"));
+  EXPECT_EQ(s.lookup("gamma")->value, flashValue("gamma", 299, 500));
+}
+
+// Flips a byte of the file through the page cache (a direct read sees it:
+// the kernel writes dirty pages back before a direct read).
+void flipByte(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  unsigned char b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  b ^= 0x5a;
+  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  ::fsync(fd);
+  ::close(fd);
+}
+
+TEST(FlashStore, CorruptedEntryIsDroppedAndCountedNeverReturned) {
+  TempDir dir(flashTestParent());
+  const std::string path = dir.file("flash");
+  FlashStore s(smallFlashConfig(path));
+  // Region 0 holds key-0 first: header, then the key and value.
+  for (int i = 0; i < 300; ++i) s.insert(fkey(i), flashValue(fkey(i), 1, 500));
+  ASSERT_TRUE(s.lookup(fkey(1)));
+  flipByte(path, 4096 + FlashStore::kRegionHeader + FlashStore::kEntryHeader + 100);  // key-0's value
+  EXPECT_FALSE(s.lookup(fkey(0)));
+  EXPECT_EQ(s.counters().checksum_failures.load(), 1u);
+  EXPECT_FALSE(s.lookup(fkey(0)));  // dropped from the index: no second read, no second count
+  EXPECT_EQ(s.counters().checksum_failures.load(), 1u);
+  EXPECT_EQ(s.lookup(fkey(1))->value, flashValue(fkey(1), 1, 500));
+}
+
+TEST(FlashStore, RecoversAfterCleanClose) {
+  TempDir dir(flashTestParent());
+  const FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  {
+    FlashStore s(c);
+    for (int i = 0; i < 500; ++i) s.insert(fkey(i), flashValue(fkey(i), 1, 300));
+    for (int i = 0; i < 500; i += 10) s.insert(fkey(i), flashValue(fkey(i), 2, 200));
+    for (int i = 5; i < 500; i += 10) s.remove(fkey(i));
+  }
+  FlashStore s(c);
+  EXPECT_NE(s.openReport().find("(clean shutdown)"), std::string::npos) << s.openReport();
+  for (int i = 0; i < 500; ++i) {
+    auto v = s.lookup(fkey(i));
+    if (i % 10 == 5) {
+      EXPECT_FALSE(v) << fkey(i);
+    } else {
+      ASSERT_TRUE(v) << fkey(i);
+      EXPECT_EQ(v->value, flashValue(fkey(i), i % 10 == 0 ? 2 : 1, i % 10 == 0 ? 200 : 300));
+    }
+  }
+  EXPECT_EQ(s.counters().recovered.load(), 450u);
+  // New appends go on after the recovered log and win over it after another restart.
+  s.insert(fkey(0), flashValue(fkey(0), 3, 100));
+  s.close();
+  FlashStore again(c);
+  EXPECT_EQ(again.lookup(fkey(0))->value, flashValue(fkey(0), 3, 100));
+}
+
+TEST(FlashStore, RecoversFlushedEntriesWithoutClose) {
+  TempDir dir(flashTestParent());
+  const FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  FlashStoreConfig copy = c;
+  copy.path = dir.file("copy");
+  {
+    FlashStore s(c);
+    for (int i = 0; i < 1000; ++i) s.insert(fkey(i), flashValue(fkey(i), 1, 500));
+    s.flush();
+    s.insert("unflushed", "x");
+    // A copy of the device as a crash leaves it: dirty, the buffer's tail not written.
+    ASSERT_EQ(std::system(("cp " + c.path + " " + copy.path).c_str()), 0);
+  }
+  FlashStore s(copy);
+  EXPECT_NE(s.openReport().find("(unclean shutdown)"), std::string::npos) << s.openReport();
+  int present = 0;
+  for (int i = 0; i < 1000; ++i) {
+    if (auto v = s.lookup(fkey(i))) {
+      ++present;
+      EXPECT_EQ(v->value, flashValue(fkey(i), 1, 500));
+    }
+  }
+  EXPECT_EQ(present, 1000);
+  EXPECT_FALSE(s.lookup("unflushed"));
+}
+
+TEST(FlashStore, ChangedGeometryFormatsInsteadOfMisreading) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  {
+    FlashStore s(c);
+    s.insert("k", "v");
+  }
+  c.region_size = 128u << 10;
+  c.size = 4096 + 8 * c.region_size;
+  FlashStore s(c);
+  EXPECT_EQ(s.openReport(), "formatted (the store's geometry changed)");
+  EXPECT_FALSE(s.lookup("k"));
+}
+
+TEST(FlashStore, UringRefusedFallsBackToThreadsWithAWarning) {
+  TempDir dir(flashTestParent());
+  test::WarningCapture warnings;
+  setUringRefusedForTesting(true);
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  std::unique_ptr<FlashStore> s;
+  EXPECT_NO_THROW(s = std::make_unique<FlashStore>(c));
+  c.io_engine = IoEngineKind::kUring;
+  c.path = dir.file("other");
+  EXPECT_THROW(FlashStore{c}, std::runtime_error);
+  setUringRefusedForTesting(false);
+  EXPECT_STREQ(s->engineName(), "threads");
+  ASSERT_FALSE(warnings.warnings.empty());
+  EXPECT_NE(warnings.warnings[0].find("io_uring unavailable"), std::string::npos) << warnings.warnings[0];
+  s->insert("k", "v");
+  EXPECT_EQ(s->lookup("k")->value, "v");
+}
+
+TEST(FlashStore, RefusedODirectIsSaidOutLoud) {
+  TempDir dir(flashTestParent());
+  test::WarningCapture warnings;
+  // As on a file system without O_DIRECT (tmpfs before Linux 6.6).
+  setODirectRefusedForTesting(true);
+  FlashStore s(smallFlashConfig(dir.file("flash")));
+  setODirectRefusedForTesting(false);
+  s.insert("k", "v");
+  EXPECT_EQ(s.lookup("k")->value, "v");
+  EXPECT_FALSE(s.directIo());
+  ASSERT_FALSE(warnings.warnings.empty());
+  EXPECT_NE(warnings.warnings[0].find("refuses O_DIRECT"), std::string::npos) << warnings.warnings[0];
+}
+
+TEST(FlashStore, BadGeometryIsRefused) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  c.region_size = 5000;
+  EXPECT_THROW(FlashStore{c}, std::runtime_error);
+  c = smallFlashConfig(dir.file("flash"), 1);
+  EXPECT_THROW(FlashStore{c}, std::runtime_error);
+}
+
+// Threads own disjoint keys and write versions 1, 2, ...; a read must give
+// the owner's latest version or miss (evicted, removed), never another.
+TEST(FlashStore, ConcurrentSetsGetsRemovesStayConsistent) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"), 32);
+  FlashStore s(c);
+  constexpr int kThreads = 4, kKeys = 300, kOps = 6000;
+  std::atomic<int> bad{0};
+  std::vector<std::map<int, int64_t>> latest(kThreads);  // key -> version, -1 removed
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t x = 88172645463325252ull + t;
+      for (int op = 0; op < kOps; ++op) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const int k = static_cast<int>(x % kKeys);
+        const std::string key = "t" + std::to_string(t) + "-" + std::to_string(k);
+        const int what = static_cast<int>((x >> 20) % 10);
+        if (what < 4) {
+          const int64_t v = op + 1;
+          if (s.insert(key, flashValue(key, v, 100 + (x >> 32) % 900)) == FlashStore::InsertResult::kStored) {
+            latest[t][k] = v;
+          }
+        } else if (what < 5) {
+          s.remove(key);
+          latest[t][k] = -1;
+        } else {
+          auto v = s.lookup(key);
+          if (!v) continue;
+          const int64_t version = flashValueVersion(key, v->value);
+          if (version < 0 || latest[t].count(k) == 0 || version != latest[t][k]) bad.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    for (const auto& [k, version] : latest[t]) {
+      const std::string key = "t" + std::to_string(t) + "-" + std::to_string(k);
+      auto v = s.lookup(key);
+      if (version < 0) {
+        EXPECT_FALSE(v) << key;
+      } else if (v) {
+        EXPECT_EQ(flashValueVersion(key, v->value), version) << key;
+      }
+    }
+  }
+  EXPECT_EQ(s.counters().checksum_failures.load(), 0u);
+}
+
+}  // namespace
+}  // namespace tiercache
