@@ -484,7 +484,7 @@ bool Movers::retireSlab(uint32_t tier, uint32_t pool, uint32_t classId) {
   donor.drainDeferred();  // a deferred item would keep its slab from release
   std::vector<CompressedRef> claimed;
   const uint32_t slab = donor.releaseSlab(claimed);
-  if (slab == CompressedRef::kNull) return false;
+  if (slab == AllocationClass::kNoSlab) return false;
   evictClaimed(donor, claimed);
   a.retireSlab(slab, pool);
   donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);

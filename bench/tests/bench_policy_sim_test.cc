@@ -123,13 +123,13 @@ TEST(PolicySim, RealClockAndS3FifoMatchTheReferenceOnUnitSizes) {
   w.ops_per_thread = 200000;
   w.keys = 20000;
   w.key_size = {16, 16};
-  w.value_size = {68, 68};  // 44 + 16 + 68 = 128 bytes: one slot each
+  w.value_size = {64, 64};  // 48 + 16 + 64 = 128 bytes: one slot each
   w.get_ratio = 1.0;
   w.set_ratio = 0.0;
   w.prepopulate = false;
   w.progress_interval_ms = 0;
   const uint32_t slabs = 4;  // 4 x 512 slots = 10% of the keys
-  const std::vector<SimRequest> req = workloadRequests(w, 44);
+  const std::vector<SimRequest> req = workloadRequests(w, sizeof(Item));
   const double clockSim = 1.0 - simulatePolicy("clock", req, slabs * 512, true).hitRatio();
   const double s3Sim = 1.0 - simulatePolicy("s3fifo", req, slabs * 512, true).hitRatio();
   // Not exact: a full class evicts a small batch (Movers::kForegroundBatch)
