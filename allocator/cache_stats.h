@@ -50,11 +50,11 @@ namespace tiercache {
 // Per tier, counted by the cache, summed into the cache.
 #define TIERCACHE_TIER_ROLLUP_COUNTERS(X) X(hits, "finds that found their item in this tier")
 // Per tier only, read at snapshot time.
-#define TIERCACHE_TIER_GAUGES(X)                                                           \
-  X(configured_bytes, "the tier's configured size")                                        \
-  X(limit_bytes, "the tier's limit: its size unless resized (Cache::resizeTier)")         \
-  X(mapped_bytes, "bytes the tier took from the OS")                                       \
-  X(slabs_total, "slabs the tier is cut into")                                             \
+#define TIERCACHE_TIER_GAUGES(X)                                                  \
+  X(configured_bytes, "the tier's configured size")                               \
+  X(limit_bytes, "the tier's limit: its size unless resized (Cache::resizeTier)") \
+  X(mapped_bytes, "bytes the tier took from the OS")                              \
+  X(slabs_total, "slabs the tier is cut into")                                    \
   X(slabs_used, "slabs assigned to a class")
 // Whole cache, counted by Cache on the request path (CacheCounters).
 #define TIERCACHE_CACHE_COUNTERS(X)                                                        \
@@ -112,8 +112,8 @@ namespace tiercache {
   X(flash_removes, "flash entries invalidated: remove, replace or promotion")                  \
   X(flash_recovered, "flash entries recovered at start")
 // Whole cache, read from the flash store at snapshot time.
-#define TIERCACHE_FLASH_GAUGES(X)                 \
-  X(flash_items, "items in the flash index")      \
+#define TIERCACHE_FLASH_GAUGES(X)            \
+  X(flash_items, "items in the flash index") \
   X(flash_index_bytes, "DRAM the flash index takes")
 // Whole cache, read at snapshot time.
 #define TIERCACHE_CACHE_GAUGES(X)                                                  \

@@ -49,9 +49,11 @@ class ReadBuffer {
   // Producer: the calling thread appends v to its own stripe.
   Push push(uint64_t v) {
     const size_t s = threadStripe();
-    if (s == kNoStripe) [[unlikely]] return Push::kNoStripe;
+    if (s == kNoStripe) [[unlikely]]
+      return Push::kNoStripe;
     Stripe* st = stripes_[s].load(std::memory_order_acquire);
-    if (!st) [[unlikely]] st = makeStripe(s);
+    if (!st) [[unlikely]]
+      st = makeStripe(s);
     const uint64_t tail = st->tail.load(std::memory_order_relaxed);  // only this thread writes it
     const uint64_t head = st->head.load(std::memory_order_acquire);
     TC_DCHECK(head <= tail && tail - head <= kCapacity);
@@ -86,7 +88,7 @@ class ReadBuffer {
 
  private:
   struct alignas(64) Stripe {
-    std::atomic<uint64_t> tail{0};  // written by the owning thread
+    std::atomic<uint64_t> tail{0};              // written by the owning thread
     alignas(64) std::atomic<uint64_t> head{0};  // written by consumers, under the policy lock
     uint64_t entries[kCapacity] = {};
   };

@@ -167,8 +167,7 @@ void WTinyLfuPolicy::onAccess(RefWord ref, EvictionHook& hook) {
 
 void WTinyLfuPolicy::recordHit(uint64_t keyHash) {
   switch (hits_.push(keyHash)) {
-    case ReadBuffer::Push::kQueued:
-      return;
+    case ReadBuffer::Push::kQueued: return;
     case ReadBuffer::Push::kNoStripe:
       // A thread past the buffer's stripes: the sketch is lock-free.
       sketch_.load(std::memory_order_acquire)->increment(keyHash);

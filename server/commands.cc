@@ -459,13 +459,9 @@ void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters
       c.add(incr ? c.incr_misses : c.decr_misses);
       reply(out, r, "NOT_FOUND");
       return;
-    case Delta::kNonNumeric:
-      replyError(out, r, "CLIENT_ERROR cannot increment or decrement non-numeric value");
-      return;
+    case Delta::kNonNumeric: replyError(out, r, "CLIENT_ERROR cannot increment or decrement non-numeric value"); return;
     case Delta::kExists:
-    case Delta::kFailed:
-      replyError(out, r, "SERVER_ERROR out of memory");
-      return;
+    case Delta::kFailed: replyError(out, r, "SERVER_ERROR out of memory"); return;
   }
 }
 

@@ -273,8 +273,7 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
     case Command::kReplace:
     case Command::kAppend:
     case Command::kPrepend:
-    case Command::kCas:
-      return parseStorage(o, t, r);
+    case Command::kCas: return parseStorage(o, t, r);
     case Command::kDelete: {
       // "delete <key> [0] [noreply]": the old time argument is accepted only as 0.
       if (t.size() < 2 || t.size() > 4) return error("ERROR");
@@ -324,8 +323,7 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
     }
     case Command::kVersion:
     case Command::kQuit:
-    case Command::kMetaNoop:
-      return {};  // memcached ignores what follows
+    case Command::kMetaNoop: return {};  // memcached ignores what follows
     case Command::kVerbosity: {
       if (t.size() < 2 || t.size() > 3) return error("ERROR");
       if (!parseU32(t[1], r.verbosity)) return error(kBadFormat);

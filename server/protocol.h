@@ -47,6 +47,8 @@ inline size_t maxLineLength(std::string_view start) {
   return start.starts_with("get") || start.starts_with("gat") ? kMaxGetLineLength : kMaxLineLength;
 }
 
+// One row per family reads better than one name a line.
+// clang-format off
 enum class Command : uint8_t {
   kGet, kGets, kGat, kGats,
   kSet, kAdd, kReplace, kAppend, kPrepend, kCas,
@@ -55,6 +57,7 @@ enum class Command : uint8_t {
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
   kCacheMemlimit,
 };
+// clang-format on
 
 // Storage commands carry a value after the line.
 constexpr bool isStorage(Command c) {
@@ -91,7 +94,7 @@ struct Request {
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr
   uint32_t verbosity = 0;
-  uint64_t memlimitMb = 0;   // cache_memlimit
+  uint64_t memlimitMb = 0;  // cache_memlimit
   bool noreply = false;
   std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
   MetaFlags meta;

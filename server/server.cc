@@ -101,7 +101,7 @@ class Worker {
   friend struct Connection;
   static constexpr size_t kInputInitial = 16 * 1024;
   static constexpr size_t kInputMax = 2 * kMaxGetLineLength;  // a get line may list keys up to 2 MiB
-  static constexpr size_t kDirectReadMin = 16 * 1024;  // a value part this large is read straight into its item
+  static constexpr size_t kDirectReadMin = 16 * 1024;         // a value part this large is read straight into its item
 
   static void onNotify(int, short, void* self);
   static void onDrainDeadline(int, short, void* self);

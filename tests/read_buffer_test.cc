@@ -169,7 +169,7 @@ TEST(WTinyLfuReadBuffer, ManyThreadsOfHitsAndEvictionsKeepValuesAndStructuresInt
   CacheConfig cfg = test::smallDramConfig(2 << 20, "wtinylfu", 64 << 10);
   Cache cache(cfg);
   constexpr int kThreads = static_cast<int>(ReadBuffer::kStripes) + 4;
-  constexpr int kKeys = 12000;  // ~6.6 MB of values: three times the cache
+  constexpr int kKeys = 12000;       // ~6.6 MB of values: three times the cache
   for (int k = 0; k < kKeys; ++k) {  // more than the cache holds: it evicts from here on
     const std::string key = "hb:" + std::to_string(k);
     cache.set(key, test::makeValue(key, 0, 300 + k % 500));

@@ -71,7 +71,9 @@ TEST(ServerProtocol, KeysTakeControlBytesUnlessStrict) {
   // memcaslap's keys hold control bytes; memcached stores them. Only space
   // (the separator) and NUL (memcached's line ends there) are refused.
   Request r;
-  const std::string keys[] = {std::string("a\x01" "b"), "a\tb", "a\rb", "a\x7f" "b", "\x1f\x7f\x80\xff"};
+  // ("\x01" and "\x7f" end before the 'b': a hex escape takes every hex digit.)
+  const std::string keys[] = {std::string("a\x01") + "b", "a\tb", "a\rb", std::string("a\x7f") + "b",
+                              "\x1f\x7f\x80\xff"};
   for (const std::string& k : keys) {
     ASSERT_EQ(parse("set " + k + " 0 0 1", r).status, ParseResult::kOk) << k;
     EXPECT_EQ(r.keys[0], k);
