@@ -193,12 +193,14 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
 }
 
 // The chain head is read without the stripe lock: a stale or changing ref
-// only makes the prefetch useless (every stored value is a valid ref or
-// null, and prefetching any address is harmless), so the race is benign and
-// hidden from TSan.
+// only makes the prefetch useless (prefetching any address is harmless), so
+// the race is benign and hidden from TSan. A 40-bit ref is two loads, so a
+// racing store can tear it into a slab id past the table: that one is
+// skipped, since resolving it would read past the slab table.
 __attribute__((no_sanitize("thread"))) void AccessIndex::prefetchChainHead(uint64_t hash) const {
-  const uint64_t head = bucketLink(bucketOf(hash)).load();
+  const uint64_t head = bucketLink(bucketOf(hash)).loadRacy();
   if (head == CompressedRef::kNull) return;
+  if (CompressedRef(head).slab(table_.slotBits()) >= table_.slabCount()) return;
   // Header and key, and the value's first bytes, span two lines for most slots.
   const char* p = reinterpret_cast<const char*>(table_.item(CompressedRef(head)));
   __builtin_prefetch(p);

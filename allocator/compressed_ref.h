@@ -71,6 +71,15 @@ class RefLink {
     std::memcpy(lo_, &lo, sizeof lo);
     *hi_ = static_cast<unsigned char>(raw >> 32);
   }
+  // load() for a reader that holds no lock and tolerates a torn value (a
+  // prefetch): byte loads the race detector does not see, since a call of
+  // load() would be instrumented even from an uninstrumented caller.
+  __attribute__((no_sanitize("thread"))) uint64_t loadRacy() const {
+    const volatile unsigned char* lo = lo_;
+    uint64_t v = uint64_t{*static_cast<const volatile unsigned char*>(hi_)} << 32;
+    for (int i = 3; i >= 0; --i) v |= uint64_t{lo[i]} << (8 * i);
+    return v;
+  }
   bool sameAs(const RefLink& o) const { return lo_ == o.lo_; }
 
  private:
