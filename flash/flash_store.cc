@@ -256,7 +256,7 @@ FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::strin
   h.expiry = expiry;
   h.seq = nextSeq_++;
   std::memcpy(p, &h, sizeof h);
-  std::memcpy(p + sizeof h, key.data(), key.size());
+  if (!key.empty()) std::memcpy(p + sizeof h, key.data(), key.size());  // removeAll's marker has no key
   if (!value.empty()) std::memcpy(p + sizeof h + key.size(), value.data(), value.size());
   h.checksum = entryChecksum(p, seedOf(regionSeq_[active_].load(std::memory_order_relaxed)));
   std::memcpy(p + offsetof(EntryHeader, checksum), &h.checksum, sizeof h.checksum);
