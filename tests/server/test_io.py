@@ -139,6 +139,12 @@ class CacheMemlimit(unittest.TestCase):
 
 
 class AcceptLimits(unittest.TestCase):
+    # UBSan (in the ASan build) checks a virtual call's object through a
+    # pipe(); with every descriptor taken the pipe fails and UBSan reports a
+    # false "invalid vptr" and stops the server. The plain and TSan builds
+    # run this test.
+    @unittest.skipIf(os.environ.get("TIERCACHE_SANITIZE") == "address",
+                     "UBSan's vptr check needs a free descriptor")
     def test_running_out_of_descriptors_pauses_accepting_instead_of_spinning(self):
         limit = 48
 
