@@ -46,9 +46,12 @@ cleanup() {
 trap cleanup EXIT
 
 # Window keys per connection: item ~ 48 B header + key + value on both servers.
+# memcaslap takes the window in units of k (1024 keys; a bare number is refused).
 item_bytes=$((vsize + ksize + 64))
-fits_win=$((dram_mb * 1048576 / 2 / item_bytes / conns))
-big_win=$((dram_mb * 1048576 * 4 / item_bytes / conns))
+fits_win=$((dram_mb * 1048576 / 2 / item_bytes / conns / 1024))
+big_win=$((dram_mb * 1048576 * 4 / item_bytes / conns / 1024))
+((fits_win > 0)) || fits_win=1
+((big_win > 0)) || big_win=1
 cat >"$work/slap.cfg" <<CFG
 key
 $ksize $ksize 1
@@ -117,7 +120,7 @@ start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
 stop_server() { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
 
 slap_run() {  # slap_run WINDOW SECONDS -> memcaslap's last line
-  "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "$1" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
+  "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "${1}k" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
 }
 
 run() {  # run NAME DATASET WINDOW PMEM_MB -> a result line
@@ -158,7 +161,7 @@ syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loa
 
 echo "=== server-cpu-vs-memcached: memcaslap, DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
      "${ksize} B keys, ${vsize} B values, 1:10 set:get, ${secs} s per run after ${warm} s warm-up, ${rounds} alternating rounds"
-echo "=== fits: ${conns} x ${fits_win} keys; 4x: ${conns} x ${big_win} keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier)"
+echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier)"
 results="$work/results.txt"
 for r in $(seq "$rounds"); do
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
