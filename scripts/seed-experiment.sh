@@ -13,7 +13,11 @@
 #      B's LRU refreshes every 40 ms, about what the seed's adaptive interval
 #      settles at (0.1 x eviction ages); without evictions it would stay exact.
 #
-# usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t default ceiling (all by default)
+#   5. flash: the 1-thread seed with its PMEM tier replaced by a flash store
+#      (configs/seed-flash-bg-{off,on}-1t.json: 50 MiB DRAM + 512 MiB file
+#      in /var/tmp, on disk), the movers filling flash regions in batches.
+#
+# usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t flash default ceiling (2t 1t default ceiling by default)
 # TIERCACHE_BUILD_DIR: the build directory holding tools/tiercache-bench
 # (default: build; built there with scripts/build.sh when missing).
 # Run it on a quiet machine: every figure is a ratio of two sides measured
@@ -38,10 +42,12 @@ for pair in "${pairs[@]}"; do
   case "$pair" in
     2t) a=configs/seed-bg-off.json; b=configs/seed-bg-on.json; title="seed experiment, 2 application threads" ;;
     1t) a=configs/seed-bg-off-1t.json; b=configs/seed-bg-on-1t.json; title="seed experiment, 1 application thread" ;;
+    flash) a=configs/seed-flash-bg-off-1t.json; b=configs/seed-flash-bg-on-1t.json
+           title="seed experiment on DRAM + flash (a file in /var/tmp), 1 application thread" ;;
     default) a=configs/default-bg-off.json; b=configs/default.json; title="default config" ;;
     ceiling) a=configs/seed-bg-on-1t.json; b=configs/seed-dram-1t.json
              title="ceiling, 1 application thread: background eviction on (A) vs all keys in DRAM, no eviction (B)" ;;
-    *) echo "unknown pair '$pair' (expected 2t, 1t, default or ceiling)" >&2; exit 2 ;;
+    *) echo "unknown pair '$pair' (expected 2t, 1t, flash, default or ceiling)" >&2; exit 2 ;;
   esac
   [[ $pair == ceiling ]] || title="$title: background eviction off (A) vs on (B)"
   echo "== $title, $runs runs each =="
