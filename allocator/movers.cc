@@ -465,14 +465,9 @@ bool Movers::moveSlab(uint32_t tier, uint32_t pool, uint32_t donor, uint32_t rec
 }
 
 bool Movers::moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint32_t classId) {
-  AllocationClass& donor = a.cls(pool, donorId);
-  donor.drainDeferred();  // a deferred item would keep its slab from release
-  std::vector<CompressedRef> claimed;
-  const uint32_t slab = donor.releaseSlab(claimed);
+  const uint32_t slab = emptySlabOf(a.cls(pool, donorId));
   if (slab == AllocationClass::kNoSlab) return false;
-  evictClaimed(donor, claimed);
   a.reassignSlab(slab, pool, classId);
-  donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
   a.cls(pool, classId).counters().slabs_gained.fetch_add(1, std::memory_order_relaxed);
   counters_.rebalanced_slabs.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -480,15 +475,20 @@ bool Movers::moveSlabIn(SlabAllocator& a, uint32_t pool, uint32_t donorId, uint3
 
 bool Movers::retireSlab(uint32_t tier, uint32_t pool, uint32_t classId) {
   SlabAllocator& a = *allocs_[tier];
-  AllocationClass& donor = a.cls(pool, classId);
+  const uint32_t slab = emptySlabOf(a.cls(pool, classId));
+  if (slab == AllocationClass::kNoSlab) return false;
+  a.retireSlab(slab, pool);
+  return true;
+}
+
+uint32_t Movers::emptySlabOf(AllocationClass& donor) {
   donor.drainDeferred();  // a deferred item would keep its slab from release
   std::vector<CompressedRef> claimed;
   const uint32_t slab = donor.releaseSlab(claimed);
-  if (slab == AllocationClass::kNoSlab) return false;
+  if (slab == AllocationClass::kNoSlab) return slab;
   evictClaimed(donor, claimed);
-  a.retireSlab(slab, pool);
   donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return slab;
 }
 
 void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed) {

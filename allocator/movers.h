@@ -179,6 +179,10 @@ class Movers final : public BackgroundTarget {
   // The items of a released slab (claimed, out of their policy): demoted
   // into the next tier while it has room, else unlinked.
   void evictClaimed(AllocationClass& donor, const std::vector<CompressedRef>& claimed);
+  // One slab of donor emptied (its items demoted or evicted) and taken from
+  // it, for a move to another class or a retirement; kNoSlab when every slab
+  // tried holds a pin.
+  uint32_t emptySlabOf(AllocationClass& donor);
   void freeOwned(CompressedRef ref);
   // The class has a background evictor that keeps it free.
   bool served(const AllocationClass& ac) const;
