@@ -11,14 +11,16 @@
 # store's 1 MiB piece, iodepth = pieces per region capped at WRITE_QD) then
 # `tiercache-flash-bench write` (whole regions, as the store writes them);
 # last, `tiercache-flash-bench store` (inserts through FlashStore until
-# FILL x SIZE item bytes, then random lookups by STORE_QD threads), which
-# gives items/s and write amplification (device bytes / item bytes).
+# FILL x SIZE item bytes, then random lookups by QD threads for each QD:
+# a lookup is one synchronous read, so QD threads keep QD reads in flight),
+# which gives items/s, write amplification (device bytes / item bytes) and
+# lookups/s, also compared with fio's IOPS at the same QD.
 # The file is laid out (written whole) by fio first, so no read hits a hole.
 # It lives on a real disk (DIR, default /var/tmp), not tmpfs: O_DIRECT and
 # the device are the point.
 # Env: DIR (/var/tmp), SIZE (2GiB; fio/bench size syntax, e.g. 512MiB),
 # SECONDS_PER_RUN (10), QDS ("1 32"), WRITE_QD (32), REGION_SIZE (16MiB),
-# VALUE_SIZE (1000), FILL (1.5), STORE_QD (32), FIO (/usr/bin/fio),
+# VALUE_SIZE (1000), FILL (1.5), STORE_QD (the store's queue_depth, 32), FIO (/usr/bin/fio),
 # FLASH_BENCH (build/tools/tiercache-flash-bench), LOCK (a file to hold with
 # flock -x for each round, e.g. /tmp/tc-cpu.lock), KEEP=1 keeps the raw
 # output directory.
@@ -92,14 +94,15 @@ round() {
   echo "$out" >>"$work/raw"
   echo "ours_write_mb_s $(kv mb_s <<<"$out")" >>"$work/results"
   out=$("$bench" store --file "$file" --size "$size_b" --seconds "$secs" --qd "$store_qd" \
-    --region-size "$region_b" --value-size "$vsize" --fill "$fill")
+    --region-size "$region_b" --value-size "$vsize" --fill "$fill" --threads "${qds// /,}")
   echo "$out" >>"$work/raw"
   {
     echo "store_items_s $(head -1 <<<"$out" | kv items_s)"
     echo "store_device_mb_s $(head -1 <<<"$out" | kv device_mb_s)"
     echo "store_write_amp $(head -1 <<<"$out" | kv write_amp)"
-    echo "store_lookups_s $(tail -1 <<<"$out" | kv lookups_s)"
-    echo "store_device_reads_s $(tail -1 <<<"$out" | kv device_reads_s)"
+    for qd in $qds; do
+      echo "store_lookups_qd$qd $(grep "threads=$qd " <<<"$out" | kv lookups_s)"
+    done
   } >>"$work/results"
 }
 
@@ -111,7 +114,7 @@ for ((r = 1; r <= rounds; r++)); do
   if [[ -n "$lock" ]]; then exec 9>&-; fi
 done
 
-python3 - "$work/results" "$qds" "$store_qd" "$vsize" <<'PY'
+python3 - "$work/results" "$qds" "$vsize" <<'PY'
 import statistics, sys
 vals = {}
 for line in open(sys.argv[1]):
@@ -126,8 +129,11 @@ for qd in sys.argv[2].split():
     print(f"{'4k randread IOPS, QD ' + qd:<28}{f:>14.0f}{o:>14.0f}{o / f:>9.2f}x")
 f, o = med["fio_write_mb_s"], med["ours_write_mb_s"]
 print(f"{'seq write MB/s':<28}{f:>14.1f}{o:>14.1f}{o / f:>9.2f}x")
-print(f"store ({sys.argv[4]}-byte values, {sys.argv[3]} lookup threads): "
-      f"{med['store_items_s']:.0f} inserts/s, {med['store_device_mb_s']:.1f} device MB/s, "
-      f"write amplification {med['store_write_amp']:.3f}, {med['store_lookups_s']:.0f} lookups/s, "
-      f"{med['store_device_reads_s']:.0f} device reads/s")
+for qd in sys.argv[2].split():
+    f, o = med[f"fio_read_qd{qd}"], med[f"store_lookups_qd{qd}"]
+    print(f"{'store lookups/s, ' + qd + ' thr':<28}{f:>14.0f}{o:>14.0f}{o / f:>9.2f}x")
+f, o = med["fio_write_mb_s"], med["store_device_mb_s"]
+print(f"{'store fill, device MB/s':<28}{f:>14.1f}{o:>14.1f}{o / f:>9.2f}x")
+print(f"store fill ({sys.argv[3]}-byte values): {med['store_items_s']:.0f} inserts/s, "
+      f"write amplification {med['store_write_amp']:.3f} (device bytes / key+value bytes)")
 PY

@@ -10,10 +10,11 @@
 //       IoEngine::run(), batches of 64 x qd requests so that qd stay in
 //       flight. Prints IOPS. Read a file that has been written (no holes).
 //   store  --file F [--size 2GiB] [--seconds 10] [--qd 32] [--region-size 16MiB]
-//          [--value-size 1000] [--fill 1.5] [--threads qd]
+//          [--value-size 1000] [--fill 1.5] [--threads qd[,n...]]
 //       a FlashStore on F: inserts distinct keys until fill x size item bytes
-//       were admitted (so regions wrap and are reclaimed), then `threads`
-//       threads look up keys still present for `seconds`. Prints insert
+//       were admitted (so regions wrap and are reclaimed), then for each
+//       count in `threads`, that many threads look up keys still present for
+//       `seconds` (a lookup is one synchronous read: threads = reads in flight). Prints insert
 //       rate, device write MB/s, write amplification (device bytes written /
 //       key+value bytes admitted), lookups/s and device reads/s.
 //   Every mode takes --engine auto|io_uring|threads (default io_uring).
@@ -57,7 +58,7 @@ struct Options {
   uint32_t bs = 4096;
   uint32_t valueSize = 1000;
   double fill = 1.5;
-  uint32_t threads = 0;  // 0: qd
+  std::vector<uint32_t> threads;  // empty: {qd}
   IoEngineKind engine = IoEngineKind::kUring;
 };
 
@@ -128,9 +129,16 @@ Options parse(int argc, char** argv) {
       o.valueSize = parseCount(k, v, 16u << 20);
     else if (k == "--fill")
       o.fill = parseDouble(k, v);
-    else if (k == "--threads")
-      o.threads = parseCount(k, v, 1024);
-    else if (k == "--engine") {
+    else if (k == "--threads") {
+      o.threads.clear();
+      size_t pos = 0;
+      for (;;) {
+        const size_t comma = v.find(',', pos);
+        o.threads.push_back(parseCount(k, v.substr(pos, comma - pos), 1024));
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+      }
+    } else if (k == "--engine") {
       if (v == "auto")
         o.engine = IoEngineKind::kAuto;
       else if (v == "io_uring")
@@ -150,7 +158,7 @@ Options parse(int argc, char** argv) {
   if (o.regionSize < (64u << 10) || o.regionSize % a != 0 || a + 2 * o.regionSize > o.size) {
     throw BadArg("--region-size: must be a multiple of 4 KiB, >= 64 KiB, two of them within --size");
   }
-  if (o.threads == 0) o.threads = o.qd;
+  if (o.threads.empty()) o.threads.push_back(o.qd);
   return o;
 }
 
@@ -291,33 +299,36 @@ int storeMode(const Options& o) {
   const uint64_t perRegion = o.regionSize / (FlashStore::kEntryHeader + 32 + o.valueSize);
   const uint64_t lo = n - std::min(n, present), hi = n - std::min(n - lo, perRegion);
   if (hi <= lo) throw std::runtime_error("store: too few items on the device to read; raise --size or --fill");
-  const uint64_t reads0 = c.reads.load(), hits0 = c.hits.load(), misses0 = c.misses.load();
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> lookups{0};
-  std::vector<std::thread> pool;
-  const auto t1 = Clock::now();
-  for (uint32_t t = 0; t < o.threads; ++t) {
-    pool.emplace_back([&, t] {
-      std::mt19937_64 rng(t + 7);
-      uint64_t mine = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
-        store.lookup(keyOf(lo + rng() % (hi - lo)));
-        ++mine;
-      }
-      lookups.fetch_add(mine);
-    });
+  for (const uint32_t threads : o.threads) {
+    const uint64_t reads0 = c.reads.load(), hits0 = c.hits.load(), misses0 = c.misses.load();
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> lookups{0};
+    std::vector<std::thread> pool;
+    const auto t1 = Clock::now();
+    for (uint32_t t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        std::mt19937_64 rng(t + 7);
+        uint64_t mine = 0;
+        while (!stop.load(std::memory_order_relaxed)) {
+          store.lookup(keyOf(lo + rng() % (hi - lo)));
+          ++mine;
+        }
+        lookups.fetch_add(mine);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+    stop.store(true);
+    for (auto& th : pool) th.join();
+    const double rsecs = secondsSince(t1);
+    const uint64_t reads = c.reads.load() - reads0, hits = c.hits.load() - hits0, misses = c.misses.load() - misses0;
+    std::printf(
+        "mode=store-read engine=%s threads=%u seconds=%.2f lookups=%llu lookups_s=%.0f device_reads_s=%.0f "
+        "hits=%llu misses=%llu\n",
+        store.engineName(), threads, rsecs, static_cast<unsigned long long>(lookups.load()),
+        double(lookups.load()) / rsecs, double(reads) / rsecs, static_cast<unsigned long long>(hits),
+        static_cast<unsigned long long>(misses));
+    std::fflush(stdout);
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
-  stop.store(true);
-  for (auto& th : pool) th.join();
-  const double rsecs = secondsSince(t1);
-  const uint64_t reads = c.reads.load() - reads0, hits = c.hits.load() - hits0, misses = c.misses.load() - misses0;
-  std::printf(
-      "mode=store-read engine=%s threads=%u seconds=%.2f lookups=%llu lookups_s=%.0f device_reads_s=%.0f "
-      "hits=%llu misses=%llu\n",
-      store.engineName(), o.threads, rsecs, static_cast<unsigned long long>(lookups.load()),
-      double(lookups.load()) / rsecs, double(reads) / rsecs, static_cast<unsigned long long>(hits),
-      static_cast<unsigned long long>(misses));
   return 0;
 }
 
@@ -327,7 +338,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: %s write|read|store --file PATH [--size 2GiB] [--seconds 10] [--qd 32]\n"
       "         [--engine auto|io_uring|threads] [--region-size 16MiB] [--bs 4096]\n"
-      "         [--value-size 1000] [--fill 1.5] [--threads QD]\n";
+      "         [--value-size 1000] [--fill 1.5] [--threads QD[,N...]]\n";
   if (argc < 2) {
     std::fprintf(stderr, usage, argv[0]);
     return 2;
