@@ -20,9 +20,6 @@ constexpr uint32_t kEntryMagic = 0x59544e45u;  // "ENTY"
 constexpr uint8_t kKindValue = 1;
 constexpr uint8_t kKindTombstone = 2;
 constexpr uint8_t kKindRemoveAll = 3;  // no key: every earlier entry is gone
-// Region writes are cut into chunks this large so that several are in
-// flight at the engine's queue depth.
-constexpr size_t kWriteChunk = 1u << 20;
 
 struct Superblock {
   uint64_t magic;
@@ -143,12 +140,12 @@ FlashStore::~FlashStore() {
 
 void FlashStore::ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len) {
   std::vector<IoRequest> reqs;
-  for (size_t done = 0; done < len; done += kWriteChunk) {
+  for (size_t done = 0; done < len; done += kWritePiece) {
     IoRequest r;
     r.op = op;
     r.buf = buf + done;
     r.offset = offset + done;
-    r.len = static_cast<uint32_t>(std::min(kWriteChunk, len - done));
+    r.len = static_cast<uint32_t>(std::min(kWritePiece, len - done));
     reqs.push_back(r);
   }
   engine_->run(reqs);

@@ -83,6 +83,10 @@ class FlashStore {
  public:
   static constexpr size_t kEntryHeader = 40;
   static constexpr size_t kRegionHeader = 32;
+  // Region writes are cut into pieces this large so that several are in
+  // flight at the engine's queue depth (tools/tiercache_flash_bench.cc
+  // writes the same way).
+  static constexpr size_t kWritePiece = 1u << 20;
 
   enum class InsertResult : uint8_t { kStored, kRejected, kTooLarge, kIndexFull };
 
