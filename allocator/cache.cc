@@ -201,7 +201,7 @@ size_t Cache::maxValueSize(size_t keySize) const {
 
 ReadHandle Cache::find(std::string_view key) { return findHashed(key, hashKey(key)); }
 
-ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
+ReadHandle Cache::findHashed(std::string_view key, uint64_t hash, bool* onFlash) {
   counters_->gets.add();
   Item* item = nullptr;
   bool saturated = false;
@@ -212,7 +212,12 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash) {
       throw RefcountOverflow("find: the item already has " + std::to_string(Item::kRefMask) +
                              " live handles, the most its count holds");
     }
-    return flash_ ? promoteFromFlash(key, hash) : ReadHandle{};
+    if (!flash_) return {};
+    if (onFlash) {
+      *onFlash = flash_->store().mayContain(key);  // the caller reads it in a batch
+      return {};
+    }
+    return promoteFromFlash(key, hash);
   }
   if (isExpired(*item)) {
     // A miss; the read reclaims the dead item rather than leave it for the reaper.

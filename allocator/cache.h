@@ -57,6 +57,8 @@ struct RecoveryCounters;
 class StatsCollector;
 class WindowTuner;
 struct WindowSignal;
+struct FlashItem;
+struct FlashLoc;
 struct LiveCheck;
 struct InsertCondition;
 struct InsertOutcome;
@@ -162,7 +164,9 @@ class Cache final : private ItemFate {
   // get/hit counted.
   ReadHandle peek(std::string_view key);
   // One handle per key, in order; empty where absent. Hashes every key and
-  // prefetches buckets, then items, so the cache misses overlap.
+  // prefetches buckets, then items, so the cache misses overlap; the keys
+  // that miss memory are read from flash in one batch, in parallel (it
+  // blocks until they are done).
   std::vector<ReadHandle> findMany(std::span<const std::string_view> keys);
   // A handle for key with a writable value of valueSize bytes, in the
   // default pool (0) or the given one; empty when it cannot be allocated.
@@ -292,10 +296,18 @@ class Cache final : private ItemFate {
   // The reaper's slice: unlinks the dead items of index buckets [begin,
   // end); returns the items looked at, *reaped the ones unlinked.
   size_t reapSome(uint64_t begin, uint64_t end, size_t& reaped);
-  ReadHandle findHashed(std::string_view key, uint64_t hash);
+  // onFlash non-null: a memory miss does not go to flash; *onFlash says
+  // whether the flash index may hold the key (the caller reads it later).
+  ReadHandle findHashed(std::string_view key, uint64_t hash, bool* onFlash = nullptr);
   // A miss in memory: the key's flash copy, if any, is read, verified and
   // published in tier 0 (cache_flash.cc); empty when absent or lost.
   ReadHandle promoteFromFlash(std::string_view key, uint64_t hash);
+  // The same for many keys, their device reads in one batch
+  // (FlashStore::lookupMany); out[i] gets key i's handle.
+  void promoteManyFromFlash(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                            std::span<ReadHandle> out);
+  // Publishes a copy read from flash at `at` (promoteFromFlash's second half).
+  ReadHandle promoteFound(std::string_view key, uint64_t hash, FlashItem& found, const FlashLoc& at);
   // The slot the copying API (set, add, CAS, touch) writes: durable_sets
   // picks the first persistent tier.
   WriteHandle allocateForSet(std::string_view key, size_t valueSize, Ttl ttl, uint32_t flags, uint64_t hash);

@@ -16,17 +16,32 @@ ReadHandle Cache::promoteFromFlash(std::string_view key, uint64_t hash) {
   FlashLoc at;
   std::optional<FlashItem> found = store.lookup(key, &at);
   if (!found) return {};
-  if (found->expiry != 0 && found->expiry <= nowSeconds()) {
+  return promoteFound(key, hash, *found, at);
+}
+
+void Cache::promoteManyFromFlash(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                                 std::span<ReadHandle> out) {
+  std::vector<std::optional<FlashItem>> found(keys.size());
+  std::vector<FlashLoc> at(keys.size());
+  flash_->store().lookupMany(keys, found, at);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i] = found[i] ? promoteFound(keys[i], hashes[i], *found[i], at[i]) : ReadHandle{};
+  }
+}
+
+ReadHandle Cache::promoteFound(std::string_view key, uint64_t hash, FlashItem& found, const FlashLoc& at) {
+  FlashStore& store = flash_->store();
+  if (found.expiry != 0 && found.expiry <= nowSeconds()) {
     std::lock_guard<std::mutex> g(flash_->keyLock(hash));
     store.removeIfAt(key, at);
     return {};
   }
   // The slot is taken (and may evict, into flash) before the key's lock.
-  WriteHandle h = allocateIn(0, 0, key, found->value.size(), hash);
+  WriteHandle h = allocateIn(0, 0, key, found.value.size(), hash);
   if (!h) return {};
-  std::memcpy(h.data(), found->value.data(), found->value.size());
-  h.item()->expiry = found->expiry;
-  h.item()->flags = found->flags;
+  std::memcpy(h.data(), found.value.data(), found.value.size());
+  h.item()->expiry = found.expiry;
+  h.item()->flags = found.flags;
   {
     std::lock_guard<std::mutex> g(flash_->keyLock(hash));
     // Removed, replaced or demoted anew since the read: that copy was not

@@ -292,7 +292,28 @@ std::vector<ReadHandle> Cache::findMany(std::span<const std::string_view> keys) 
       index_->prefetchBucket(hashes[i]);
     }
     for (size_t i = 0; i < n; ++i) index_->prefetchChainHead(hashes[i]);
-    for (size_t i = 0; i < n; ++i) out[base + i] = findHashed(keys[base + i], hashes[i]);
+    if (!flash_) {
+      for (size_t i = 0; i < n; ++i) out[base + i] = findHashed(keys[base + i], hashes[i]);
+      continue;
+    }
+    // Memory first; the keys flash may hold are then read in one batch.
+    std::string_view missKeys[kBatch];
+    uint64_t missHashes[kBatch];
+    size_t missAt[kBatch];
+    size_t misses = 0;
+    for (size_t i = 0; i < n; ++i) {
+      bool onFlash = false;
+      out[base + i] = findHashed(keys[base + i], hashes[i], &onFlash);
+      if (onFlash) {
+        missKeys[misses] = keys[base + i];
+        missHashes[misses] = hashes[i];
+        missAt[misses++] = base + i;
+      }
+    }
+    if (misses == 0) continue;
+    ReadHandle found[kBatch];
+    promoteManyFromFlash({missKeys, misses}, {missHashes, misses}, {found, misses});
+    for (size_t k = 0; k < misses; ++k) out[missAt[k]] = std::move(found[k]);
   }
   return out;
 }

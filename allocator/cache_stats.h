@@ -102,6 +102,7 @@ namespace tiercache {
   X(flash_item_bytes, "key and value bytes of the items written to flash")                     \
   X(flash_bytes_written, "bytes written to the flash device")                                  \
   X(flash_reads, "reads from the flash device")                                                \
+  X(flash_read_batches, "batches of flash reads submitted together (findMany)")                \
   X(flash_hits, "finds that missed in memory and were served from flash")                      \
   X(flash_misses, "flash lookups that found nothing")                                          \
   X(flash_checksum_failures, "flash entries dropped: bad checksum (corrupted on the device)")  \

@@ -11,6 +11,7 @@ void FlashTier::addStats(CacheStats& s) const {
   s.flash_item_bytes = c.item_bytes.load(std::memory_order_relaxed);
   s.flash_bytes_written = c.bytes_written.load(std::memory_order_relaxed);
   s.flash_reads = c.reads.load(std::memory_order_relaxed);
+  s.flash_read_batches = c.read_batches.load(std::memory_order_relaxed);
   s.flash_hits = c.hits.load(std::memory_order_relaxed);
   s.flash_misses = c.misses.load(std::memory_order_relaxed);
   s.flash_checksum_failures = c.checksum_failures.load(std::memory_order_relaxed);

@@ -411,26 +411,98 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* wher
       if (req.result != static_cast<int64_t>(req.len)) break;  // an I/O error is a miss
       p = span.get() + (loc.addr - first);
     }
-    EntryHeader eh;
-    if (!parseEntry(p, loc.size, seedOf(rseq), eh) || eh.kind != kKindValue ||
-        entryBytes(eh.keySize, eh.valueSize) != loc.size) {
-      // Corrupted on the device (or a bug): dropped, counted, never returned.
-      counters_.checksum_failures.fetch_add(1, std::memory_order_relaxed);
-      index_->removeIf(h, loc);
-      break;
-    }
-    if (std::string_view(p + sizeof eh, eh.keySize) != key) {
-      counters_.key_mismatches.fetch_add(1, std::memory_order_relaxed);
-      break;
-    }
-    index_->markHit(h, loc);
-    if (where) *where = loc;
-    lastRead_[r].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
-    counters_.hits.fetch_add(1, std::memory_order_relaxed);
-    return FlashItem{std::string(p + sizeof eh + eh.keySize, eh.valueSize), eh.flags, eh.expiry};
+    std::optional<FlashItem> item = checkEntry(key, h, loc, rseq, p, where);
+    if (item) return item;
+    break;
   }
   counters_.misses.fetch_add(1, std::memory_order_relaxed);
   return std::nullopt;
+}
+
+std::optional<FlashItem> FlashStore::checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
+                                                const char* p, FlashLoc* where) {
+  EntryHeader eh;
+  if (!parseEntry(p, loc.size, seedOf(rseq), eh) || eh.kind != kKindValue ||
+      entryBytes(eh.keySize, eh.valueSize) != loc.size) {
+    // Corrupted on the device (or a bug): dropped, counted, never returned.
+    counters_.checksum_failures.fetch_add(1, std::memory_order_relaxed);
+    index_->removeIf(h, loc);
+    return std::nullopt;
+  }
+  if (std::string_view(p + sizeof eh, eh.keySize) != key) {
+    counters_.key_mismatches.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  index_->markHit(h, loc);
+  if (where) *where = loc;
+  lastRead_[regionOf(loc.addr)].store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  return FlashItem{std::string(p + sizeof eh + eh.keySize, eh.valueSize), eh.flags, eh.expiry};
+}
+
+void FlashStore::lookupMany(std::span<const std::string_view> keys, std::span<std::optional<FlashItem>> out,
+                            std::span<FlashLoc> where) {
+  if (out.size() != keys.size() || where.size() != keys.size()) {
+    throw std::invalid_argument("FlashStore::lookupMany: out and where must have one slot per key");
+  }
+  struct Pending {
+    size_t i;
+    uint64_t h;
+    FlashLoc loc;
+    uint64_t e1;
+    uint64_t rseq;
+    uint64_t first;
+    AlignedBuffer span;
+  };
+  std::vector<Pending> pending;
+  std::vector<size_t> single;  // in the active buffer, or rewritten under the batch
+  pending.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i].reset();
+    const uint64_t h = hash_(keys[i]);
+    const auto found = index_->lookup(h);
+    if (!found) {
+      counters_.misses.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    const FlashLoc loc = found->loc;
+    const uint64_t r = regionOf(loc.addr);
+    const uint64_t e1 = epoch_[r].load();
+    if (e1 & 1) {
+      single.push_back(i);  // a copy under the append lock: no I/O to batch
+      continue;
+    }
+    const uint64_t first = loc.addr / FlashDevice::kAlign * FlashDevice::kAlign;
+    const uint64_t end = (loc.addr + loc.size + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
+    pending.push_back(Pending{i, h, loc, e1, regionSeq_[r].load(), first, allocAligned(end - first)});
+  }
+  if (!pending.empty()) {
+    std::vector<IoRequest> reqs(pending.size());
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const uint64_t end = (pending[k].loc.addr + pending[k].loc.size + FlashDevice::kAlign - 1) / FlashDevice::kAlign *
+                           FlashDevice::kAlign;
+      reqs[k].op = IoRequest::Op::kRead;
+      reqs[k].buf = pending[k].span.get();
+      reqs[k].offset = pending[k].first;
+      reqs[k].len = static_cast<uint32_t>(end - pending[k].first);
+    }
+    engine_->run(reqs);  // all in flight together, up to the queue depth
+    counters_.reads.fetch_add(reqs.size(), std::memory_order_relaxed);
+    counters_.read_batches.fetch_add(1, std::memory_order_relaxed);
+    for (size_t k = 0; k < pending.size(); ++k) {
+      Pending& pd = pending[k];
+      if (epoch_[regionOf(pd.loc.addr)].load() != pd.e1) {
+        single.push_back(pd.i);  // reused under the read: read again, alone
+        continue;
+      }
+      if (reqs[k].result == static_cast<int64_t>(reqs[k].len)) {
+        out[pd.i] =
+            checkEntry(keys[pd.i], pd.h, pd.loc, pd.rseq, pd.span.get() + (pd.loc.addr - pd.first), &where[pd.i]);
+      }
+      if (!out[pd.i]) counters_.misses.fetch_add(1, std::memory_order_relaxed);  // an I/O error is a miss
+    }
+  }
+  for (size_t i : single) out[i] = lookup(keys[i], &where[i]);
 }
 
 void FlashStore::flush() {

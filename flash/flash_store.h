@@ -42,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,7 @@ struct FlashCounters {
   std::atomic<uint64_t> item_bytes{0};     // key + value bytes accepted
   std::atomic<uint64_t> bytes_written{0};  // bytes written to the device
   std::atomic<uint64_t> reads{0};          // device reads
+  std::atomic<uint64_t> read_batches{0};   // lookupMany submissions (reads in flight together)
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
   std::atomic<uint64_t> checksum_failures{0};  // entries dropped: bad magic or checksum
@@ -106,6 +108,15 @@ class FlashStore {
   // The newest copy of key, verified; nullopt on a miss.
   // *where: the entry's location (for removeIfAt).
   std::optional<FlashItem> lookup(std::string_view key, FlashLoc* where = nullptr);
+  // The lookup of every key at once: the device reads of the batch go to
+  // the engine in one run() (one io_uring submission up to the queue
+  // depth, or the pool's threads in parallel), then each entry is verified
+  // as lookup() does, with the same counters. out[i] and where[i] (spans of
+  // keys.size(), else std::invalid_argument) get key i's item and location.
+  // An entry in the active buffer, or in a region rewritten under the read,
+  // takes the single-key path.
+  void lookupMany(std::span<const std::string_view> keys, std::span<std::optional<FlashItem>> out,
+                  std::span<FlashLoc> where);
   // Whether the index has an entry for key's tag (no I/O; may be another key's).
   bool mayContain(std::string_view key) const;
   // Drops key's entry (and logs a tombstone); false when there was none.
@@ -148,6 +159,10 @@ class FlashStore {
   void reclaimLocked(uint64_t r, std::vector<Reinsert>& hot);
   void activateLocked(uint64_t r);
   void tombstoneLocked(std::string_view key);
+  // Verifies the entry at p (read from loc, region sequence rseq) as key's;
+  // counts a hit, checksum failure or key mismatch (not the miss).
+  std::optional<FlashItem> checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
+                                      const char* p, FlashLoc* where);
   void ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len);
 
   const FlashStoreConfig config_;

@@ -54,6 +54,40 @@ TEST(FlashCache, VictimsAreReadBackFromFlash) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+TEST(FlashCache, FindManyReadsItsFlashMissesInOneBatch) {
+  TempDir dir(flashTestParent());
+  Cache cache(flashCacheConfig(dir.file("flash"), 128));
+  fillPastMemory(cache);
+  std::vector<std::string> owned;
+  for (int i = 0; i < 16; ++i) owned.push_back(fck(i * 7));  // the first keys went to flash
+  owned.push_back("fc-absent");
+  owned.push_back(fck(19999));  // still in memory
+  const std::vector<std::string_view> keys(owned.begin(), owned.end());
+  const CacheStats before = cache.stats();
+  std::vector<ReadHandle> found = cache.findMany(keys);
+  const CacheStats after = cache.stats();
+  ASSERT_EQ(found.size(), keys.size());
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(found[i]) << owned[i];
+    EXPECT_EQ(std::string(found[i].value()), flashValue(owned[i], 1, 1000)) << owned[i];
+  }
+  EXPECT_FALSE(found[16]);
+  ASSERT_TRUE(found[17]);
+  EXPECT_EQ(std::string(found[17].value()), flashValue(owned[17], 1, 1000));
+  EXPECT_EQ(after.flash_read_batches - before.flash_read_batches, 1u);
+  EXPECT_EQ(after.flash_reads - before.flash_reads, 16u);
+  EXPECT_EQ(after.flash_hits - before.flash_hits, 16u);
+  found.clear();
+  // Promoted (tiers are exclusive): the second time all come from memory.
+  found = cache.findMany(keys);
+  const CacheStats again = cache.stats();
+  EXPECT_EQ(again.flash_read_batches, after.flash_read_batches);
+  EXPECT_EQ(again.flash_reads, after.flash_reads);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(std::string(found[i].value()), flashValue(owned[i], 1, 1000)) << owned[i];
+  found.clear();
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST(FlashCache, RemoveAndReplaceReachFlash) {
   TempDir dir(flashTestParent());
   Cache cache(flashCacheConfig(dir.file("flash"), 128));

@@ -26,6 +26,8 @@ using test::TempDir;
 
 std::string fkey(int i) { return "key-" + std::to_string(i); }
 
+void flipByte(const std::string& path, uint64_t offset);
+
 class FlashStoreEngines : public ::testing::TestWithParam<IoEngineKind> {};
 
 TEST_P(FlashStoreEngines, ValuesReadBackAcrossRolloverAndReclaim) {
@@ -58,6 +60,42 @@ TEST_P(FlashStoreEngines, ValuesReadBackAcrossRolloverAndReclaim) {
   EXPECT_EQ(s.counters().key_mismatches.load(), 0u);
   // Region writes only: bytes written is whole 4 KiB blocks of full regions.
   EXPECT_GE(s.counters().bytes_written.load(), s.counters().regions_reclaimed.load() * (60u << 10));
+}
+
+TEST_P(FlashStoreEngines, LookupManyReadsTheBatchInOneSubmission) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"));
+  c.io_engine = GetParam();
+  const std::string path = c.path;
+  FlashStore s(c);
+  // ~100 entries a region: key-0..key-199 on the device, key-250.. in the active buffer.
+  for (int i = 0; i < 260; ++i)
+    ASSERT_EQ(s.insert(fkey(i), flashValue(fkey(i), 2, 500), i, 77 + i), FlashStore::InsertResult::kStored);
+  flipByte(path, 4096 + FlashStore::kRegionHeader + FlashStore::kEntryHeader + 100);  // key-0's value
+  const std::vector<std::string> owned = {fkey(0), fkey(5), fkey(150), "absent", fkey(99), fkey(259), fkey(120)};
+  const std::vector<std::string_view> keys(owned.begin(), owned.end());
+  std::vector<std::optional<FlashItem>> out(keys.size());
+  std::vector<FlashLoc> where(keys.size());
+  const uint64_t reads = s.counters().reads.load(), hits = s.counters().hits.load(),
+                 misses = s.counters().misses.load();
+  s.lookupMany(keys, out, where);
+  EXPECT_EQ(s.counters().read_batches.load(), 1u);
+  EXPECT_EQ(s.counters().reads.load() - reads, 5u);  // key-0, 5, 150, 99, 120; key-259 is in DRAM
+  EXPECT_EQ(s.counters().hits.load() - hits, 5u);
+  EXPECT_EQ(s.counters().misses.load() - misses, 2u);  // corrupted key-0, absent
+  EXPECT_EQ(s.counters().checksum_failures.load(), 1u);
+  EXPECT_FALSE(out[0]);
+  EXPECT_FALSE(out[3]);
+  for (size_t k : {1, 2, 4, 5, 6}) {
+    const int i = std::stoi(owned[k].substr(4));
+    ASSERT_TRUE(out[k]) << owned[k];
+    EXPECT_EQ(out[k]->value, flashValue(owned[k], 2, 500)) << owned[k];
+    EXPECT_EQ(out[k]->flags, static_cast<uint32_t>(i));
+    EXPECT_EQ(out[k]->expiry, static_cast<uint32_t>(77 + i));
+    EXPECT_TRUE(s.removeIfAt(owned[k], where[k])) << owned[k];  // the location is the entry's
+  }
+  std::vector<std::optional<FlashItem>> tooFew(2);
+  EXPECT_THROW(s.lookupMany(keys, tooFew, where), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, FlashStoreEngines, ::testing::Values(IoEngineKind::kUring, IoEngineKind::kThreads),
