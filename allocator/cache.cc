@@ -15,6 +15,7 @@
 #include "../numa/topology.h"
 #include "../tiers/tier_plan.h"
 #include "access_index.h"
+#include "cache_async.h"
 #include "cache_counters.h"
 #include "cache_persistence.h"
 #include "expiry.h"
@@ -124,7 +125,10 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
   index_ = std::make_unique<AccessIndex>(config_.index.bucket_power, config_.index.lock_power, *table_,
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   recovery_ = std::make_unique<RecoveryCounters>();
-  if (config_.flash.enabled()) flash_ = std::make_unique<FlashTier>(config_.flash, hooks_.hash);
+  if (config_.flash.enabled()) {
+    flash_ = std::make_unique<FlashTier>(config_.flash, hooks_.hash);
+    async_ = std::make_unique<AsyncReads>();
+  }
   movers_ = std::make_unique<Movers>(MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_,
                                                 static_cast<ItemFate&>(*this), flash_.get()});
   if (config_.rebalance.enabled && config_.rebalance.strategy == "marginal-hits") {
@@ -159,6 +163,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
 // cleanly; then members go in reverse order: index and allocators before
 // the tiers whose memory they point into.
 Cache::~Cache() {
+  stopAsyncReads();  // reads in flight complete, callbacks run, while all is intact
   closing_.store(true, std::memory_order_relaxed);
   reaper_->stop();
   if (rebalancer_) rebalancer_->stop();

@@ -168,6 +168,24 @@ class Cache final : private ItemFate {
   // that miss memory are read from flash in one batch, in parallel (it
   // blocks until they are done).
   std::vector<ReadHandle> findMany(std::span<const std::string_view> keys);
+  // Lookups that do not wait for flash. cb(i, handle) runs exactly once for
+  // each keys[i] (handle empty on a miss), as find would return it:
+  //  - on the calling thread, before the call returns, for every key found
+  //    in memory or known absent (every key, without a flash store);
+  //  - on the cache's flash completion thread for the keys read from flash
+  //    (all of one call's flash keys in one batch, after its inline ones,
+  //    so cb never runs on two threads at once for one call).
+  // On the completion thread cb may use the cache (find, set, findAsync)
+  // but must not destroy it, should not block (it holds up other
+  // completions) and must not throw (std::terminate). It may keep the
+  // handle, under the usual rule: released before the Cache is destroyed.
+  // Keys are copied; cb is moved into the call. The destructor waits for
+  // every read in flight and runs its callbacks first. Throws
+  // std::invalid_argument for an empty cb, std::logic_error once the
+  // destructor has begun (a callback calling it while the cache closes).
+  using FindManyCallback = std::function<void(size_t index, ReadHandle handle)>;
+  void findManyAsync(std::span<const std::string_view> keys, FindManyCallback cb);
+  void findAsync(std::string_view key, std::function<void(ReadHandle handle)> cb);
   // A handle for key with a writable value of valueSize bytes, in the
   // default pool (0) or the given one; empty when it cannot be allocated.
   WriteHandle allocate(std::string_view key, size_t valueSize);
@@ -394,6 +412,12 @@ class Cache final : private ItemFate {
   // The flash store behind the last tier (flash_tier.h), if configured;
   // before movers_, which write into it.
   std::unique_ptr<FlashTier> flash_;
+  // findManyAsync's queue and flash completion thread (cache_async.cc);
+  // with flash_ only. Drained first by the destructor.
+  struct AsyncReads;
+  std::unique_ptr<AsyncReads> async_;
+  void runAsyncReads();
+  void stopAsyncReads();
   // Moving items between tiers (allocator/movers.h). Its threads stop
   // before anything they use is destroyed.
   std::unique_ptr<Movers> movers_;

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <cstring>
 #include <map>
 #include <set>
@@ -86,6 +89,117 @@ TEST(FlashCache, FindManyReadsItsFlashMissesInOneBatch) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(std::string(found[i].value()), flashValue(owned[i], 1, 1000)) << owned[i];
   found.clear();
   EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// What findManyAsync's callbacks saw, key by key.
+struct AsyncSeen {
+  std::mutex mu;
+  std::condition_variable done;
+  std::vector<int> calls;
+  std::vector<std::optional<std::string>> values;
+  std::vector<std::thread::id> threads;
+  size_t total = 0;
+  explicit AsyncSeen(size_t n) : calls(n, 0), values(n), threads(n) {}
+  void record(size_t i, const ReadHandle& h) {
+    std::lock_guard<std::mutex> g(mu);
+    ++calls.at(i);
+    if (h) values[i] = std::string(h.value());
+    threads[i] = std::this_thread::get_id();
+    ++total;
+    done.notify_all();
+  }
+  bool waitFor(size_t n) {
+    std::unique_lock<std::mutex> g(mu);
+    return done.wait_for(g, std::chrono::seconds(60), [&] { return total >= n; });
+  }
+};
+
+TEST(FlashCache, AsyncCallbacksFireOncePerKeyFlashOnTheCompletionThread) {
+  TempDir dir(flashTestParent());
+  Cache cache(flashCacheConfig(dir.file("flash"), 128));
+  fillPastMemory(cache);
+  std::vector<std::string> owned;
+  for (int i = 0; i < 16; ++i) owned.push_back(fck(3 + i * 11));  // on flash
+  owned.push_back("fc-absent");
+  owned.push_back(fck(19999));  // in memory
+  const std::vector<std::string_view> keys(owned.begin(), owned.end());
+  const CacheStats before = cache.stats();
+  AsyncSeen seen(keys.size());
+  cache.findManyAsync(keys, [&](size_t i, ReadHandle h) { seen.record(i, h); });
+  {
+    // The memory hit and the miss completed inline, before the call returned.
+    std::lock_guard<std::mutex> g(seen.mu);
+    EXPECT_EQ(seen.calls[16], 1);
+    EXPECT_EQ(seen.calls[17], 1);
+    EXPECT_EQ(seen.threads[17], std::this_thread::get_id());
+  }
+  ASSERT_TRUE(seen.waitFor(keys.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a second call would show
+  std::lock_guard<std::mutex> g(seen.mu);
+  EXPECT_EQ(seen.total, keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(seen.calls[i], 1) << owned[i];
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(seen.values[i], flashValue(owned[i], 1, 1000)) << owned[i];
+    EXPECT_NE(seen.threads[i], std::this_thread::get_id()) << owned[i];
+  }
+  EXPECT_FALSE(seen.values[16]);
+  EXPECT_EQ(seen.values[17], flashValue(owned[17], 1, 1000));
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.flash_read_batches - before.flash_read_batches, 1u);
+  EXPECT_EQ(after.flash_hits - before.flash_hits, 16u);
+  // Promoted: find now hits memory.
+  EXPECT_EQ(*cache.get(owned[0]), flashValue(owned[0], 1, 1000));
+  EXPECT_EQ(cache.stats().flash_reads, after.flash_reads);
+}
+
+TEST(FlashCache, AsyncCallbackMayLookUpAgainAndDestructionWaitsForReads) {
+  TempDir dir(flashTestParent());
+  auto cache = std::make_unique<Cache>(flashCacheConfig(dir.file("flash"), 128));
+  fillPastMemory(*cache);
+  EXPECT_THROW(cache->findAsync("k", nullptr), std::invalid_argument);
+  try {
+    cache->findManyAsync({}, nullptr);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("callback is empty"), std::string::npos) << e.what();
+  }
+  // A callback on the completion thread starts another lookup.
+  AsyncSeen nested(1);
+  cache->findAsync(fck(1), [&](ReadHandle h) {
+    EXPECT_EQ(std::string(h.value()), flashValue(fck(1), 1, 1000));
+    h = {};
+    cache->findAsync(fck(2), [&](ReadHandle h2) { nested.record(0, h2); });
+  });
+  ASSERT_TRUE(nested.waitFor(1));
+  {
+    std::lock_guard<std::mutex> g(nested.mu);
+    EXPECT_EQ(nested.values[0], flashValue(fck(2), 1, 1000));
+  }
+  // Reads in flight when the cache goes: each callback runs before the destructor returns.
+  std::vector<std::string> owned;
+  for (int i = 0; i < 200; ++i) owned.push_back(fck(100 + i * 13));
+  const std::vector<std::string_view> keys(owned.begin(), owned.end());
+  AsyncSeen seen(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    cache->findAsync(keys[i], [&seen, i](ReadHandle h) { seen.record(i, h); });
+  }
+  cache.reset();
+  EXPECT_EQ(seen.total, keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(seen.calls[i], 1) << owned[i];
+    EXPECT_EQ(seen.values[i], flashValue(owned[i], 1, 1000)) << owned[i];
+  }
+}
+
+TEST(FlashCache, AsyncWithoutFlashCompletesInline) {
+  Cache cache(CacheConfig::dram(8u << 20));
+  ASSERT_TRUE(cache.set("here", "v1"));
+  const std::vector<std::string_view> keys = {"here", "gone"};
+  AsyncSeen seen(2);
+  cache.findManyAsync(keys, [&](size_t i, ReadHandle h) { seen.record(i, h); });
+  EXPECT_EQ(seen.total, 2u);  // before the call returned
+  EXPECT_EQ(seen.values[0], "v1");
+  EXPECT_FALSE(seen.values[1]);
 }
 
 TEST(FlashCache, RemoveAndReplaceReachFlash) {
