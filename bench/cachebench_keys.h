@@ -30,6 +30,7 @@ struct CachebenchKey {
   CachebenchHandling handling;
   const char* target;  // the tiercache option(s) it sets (markdown), "" if none
   const char* note;    // how it is mapped, or why it is refused or ignored (markdown)
+  const char* brief = "";  // an ignored key's reason in the run's warning ("" when the docs alone say it)
 };
 
 std::span<const CachebenchKey> cachebenchKeyTable();
