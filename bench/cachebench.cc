@@ -1,6 +1,7 @@
 #include "bench/cachebench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "bench/cachebench_keys.h"
 #include "bench/stressors.h"
@@ -219,7 +222,8 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 // "" for a key of an ignored row, " (unknown key)" for one no row holds.
 std::string ignoredNote(CachebenchSection section, const std::string& key) {
   const CachebenchKey* row = findCachebenchKey(section, key);
-  return row && row->handling == CachebenchHandling::kIgnored ? "" : " (unknown key)";
+  if (!row || row->handling != CachebenchHandling::kIgnored) return " (unknown key)";
+  return *row->brief ? std::string(" (") + row->brief + ")" : "";
 }
 
 // A key the import takes must be a row it may take: honoured or refused
@@ -234,6 +238,89 @@ std::string takenRow(CachebenchSection section, const std::string& key, const st
 
 void refuseIfSet(const json& v, const std::string& path, const std::string& why) {
   if (number(v, path) != 0) throw ConfigError(path, why);
+}
+
+// Where a cachebench NVM cache's file goes (docs/cachebench.md,
+// nvmCachePaths): never onto a device or path that is not a plain file, and
+// never into a directory that is not there; otherwise a file in /var/tmp.
+struct FlashPlace {
+  std::string file;
+  bool scratch = true;  // made up here: removed after the run
+  std::string note;     // why the config's path was not used ("" when it was)
+};
+
+FlashPlace placeFlashFile(const std::vector<std::string>& paths, const std::string& key) {
+  static std::atomic<unsigned> serial{0};
+  auto scratchIn = [](const std::filesystem::path& dir) {
+    return (dir / ("tiercache-cachebench-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".flash"))
+        .string();
+  };
+  FlashPlace out{scratchIn("/var/tmp"), true, ""};
+  if (paths.empty()) return out;
+  const std::filesystem::path p = paths[0];
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(p, ec);
+  if (std::filesystem::is_directory(st)) return {scratchIn(p), true, ""};
+  if (std::filesystem::is_regular_file(st)) return {p.string(), false, ""};
+  if (std::filesystem::exists(st)) {
+    out.note = key + " (" + p.string() +
+               " is not a regular file; tiercache-bench never writes a device a config "
+               "names: the flash file is in /var/tmp)";
+  } else if (p.has_parent_path() && std::filesystem::is_directory(p.parent_path(), ec)) {
+    return {p.string(), true, ""};
+  } else {
+    out.note = key + " (the directory of " + p.string() + " does not exist: the flash file is in /var/tmp)";
+  }
+  return out;
+}
+
+// Sizes and places the flash store of a non-zero nvmCacheSizeMB: capped by
+// the free disk where the file goes and by the DRAM its index takes.
+void placeFlash(uint64_t nvmMiB, const std::vector<std::string>& paths, const WorkloadConfig& w, CacheConfig& c,
+                CachebenchConfig& out) {
+  const std::string key = "cache_config.nvmCacheSizeMB";
+  FlashPlace place = placeFlashFile(paths, "cache_config.nvmCachePaths");
+  if (!place.note.empty()) out.ignored.push_back(place.note);
+  for (size_t i = 1; i < paths.size(); ++i)
+    out.ignored.push_back("cache_config.nvmCachePaths[" + std::to_string(i) + "] (" + paths[i] +
+                          ": the flash store has one file, the first path's)");
+  FlashStoreConfig& fl = c.flash;
+  // The index holds size / expected_item_size entries (up to twice that
+  // after rounding to a power of two), 12 bytes each.
+  const uint64_t meanItem = 40 + (w.key_size.min + w.key_size.max) / 2 + (w.value_size.min + w.value_size.max) / 2;
+  fl.expected_item_size = std::clamp<uint64_t>(meanItem, 64, 16 * kMiB);
+  uint64_t size = nvmMiB * kMiB;
+  const std::filesystem::path dir = std::filesystem::path(place.file).parent_path();
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) == 0) {
+    uint64_t avail = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+    std::error_code ec;
+    if (!place.scratch) avail += std::filesystem::file_size(place.file, ec) * !ec;  // an existing file's own room
+    const uint64_t most = avail / 10 * 9;
+    if (size > most) {
+      out.ignored.push_back(key + " (" + std::to_string(nvmMiB) + " MiB capped at " + std::to_string(most / kMiB) +
+                            " MiB: 90% of the free space of " + dir.string() + ")");
+      size = most;
+    }
+  }
+  const uint64_t ram = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t indexMost = ram / 8 / 24 * fl.expected_item_size;
+  if (size > indexMost) {
+    out.ignored.push_back(key + " (" + std::to_string(size / kMiB) + " MiB capped at " +
+                          std::to_string(indexMost / kMiB) + " MiB: the index of its " +
+                          std::to_string(fl.expected_item_size) + "-byte items would take more than 1/8 of memory)");
+    size = indexMost;
+  }
+  const uint64_t regions = size > 4096 ? (size - 4096) / fl.region_size : 0;
+  if (regions < 2)
+    throw ConfigError(key, std::to_string(nvmMiB) + " MiB leaves room for " + std::to_string(regions) +
+                               " flash regions of " + std::to_string(fl.region_size / kMiB) + " MiB in " +
+                               dir.string() +
+                               "; the store needs 2 (free disk space, or a smaller "
+                               "navyRegionSizeMB)");
+  fl.size = 4096 + regions * fl.region_size;
+  fl.path = place.file;
+  if (place.scratch) out.flash_scratch = place.file;
 }
 
 }  // namespace
@@ -323,8 +410,9 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     // cachebench's cache_component stressor drives one component: "RAM" is
     // a DRAM cache (run here as the LRU cache), "flash" a flash-only cache.
     if (out.allocator == "flash")
-      throw ConfigError(p, "\"flash\" is CacheLib's flash cache component; tiercache has no NVM (flash) cache: "
-                           "use \"LRU\" for a memory cache");
+      throw ConfigError(p,
+                        "\"flash\" is CacheLib's flash cache component on its own; tiercache's flash store "
+                        "sits behind a memory cache (nvmCacheSizeMB): use \"LRU\" with nvmCacheSizeMB");
     if (out.allocator == "RAM") out.allocator = "LRU";
     if (policyForAllocator(out.allocator).empty())
       throw ConfigError(p, "\"" + out.allocator + "\" has no tiercache eviction policy mapped to it "
@@ -482,9 +570,49 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   take("insertTopTier", [&](const json& v, const std::string& p) {
     if (!boolean(v, p)) throw ConfigError(p, "tiercache always inserts new items into the first tier");
   });
-  take("nvmCacheSizeMB", [&](const json& v, const std::string& p) {
-    refuseIfSet(v, p, "tiercache has no NVM (flash) cache; remove it or set it to 0");
+  // NVM cache -> the flash store (flash/); placed and sized once the
+  // workload's item sizes are known (placeFlash below).
+  uint64_t nvmMiB = 0;
+  std::vector<std::string> nvmPaths;
+  take("nvmCacheSizeMB", [&](const json& v, const std::string& p) { nvmMiB = count(v, p); });
+  take("nvmCachePaths", [&](const json& v, const std::string& p) {
+    if (v.is_string()) {
+      nvmPaths.push_back(v.get<std::string>());
+      return;
+    }
+    if (!v.is_array()) throw ConfigError(p, "must be an array of paths");
+    for (size_t i = 0; i < v.size(); ++i) nvmPaths.push_back(text(v[i], p + "[" + std::to_string(i) + "]"));
   });
+  FlashStoreConfig& fl = c.flash;
+  fl.region_eviction = RegionEviction::kLru;  // Navy's block cache default
+  fl.reinsert_hits = false;                   // Navy reinserts only when asked
+  fl.discard_contents = true;                 // cachebench starts its NVM cache empty
+  take("navyRegionSizeMB", [&](const json& v, const std::string& p) {
+    const uint64_t mib = count(v, p);
+    if (mib < 1 || mib > 1024) throw ConfigError(p, "must be in [1, 1024] (MiB)");
+    fl.region_size = mib * kMiB;
+  });
+  take("navyAdmissionWriteRateMB", [&](const json& v, const std::string& p) {
+    fl.admit_write_mb_per_sec = double(count(v, p)) * double(kMiB) / 1e6;  // Navy's MB is 2^20 bytes
+  });
+  take("navyQDepth", [&](const json& v, const std::string& p) {
+    const uint64_t q = count(v, p);
+    if (q > 1024) throw ConfigError(p, "must be at most 1024");
+    if (q > 0) fl.queue_depth = uint32_t(q);
+  });
+  take("navyHitsReinsertionThreshold", [&](const json& v, const std::string& p) {
+    const uint64_t t = count(v, p);
+    fl.reinsert_hits = t > 0;
+    if (t > 1)
+      out.ignored.push_back(p + " (" + std::to_string(t) + " taken as 1: tiercache reinserts an item read once)");
+  });
+  take("navySegmentedFifoSegmentRatio", [&](const json& v, const std::string& p) {
+    const std::vector<double> r = numbers(v, p);
+    if (!r.empty()) fl.region_eviction = RegionEviction::kFifo;
+    if (r.size() > 1) out.ignored.push_back(p + " (segmented FIFO runs as one FIFO)");
+  });
+  take("navyDataChecksum", [&](const json& v, const std::string& p) { boolean(v, p); });  // always checksummed
+  take("truncateItemToOriginalAllocSizeInNvm", [&](const json& v, const std::string& p) { boolean(v, p); });
   take("enableCachePersistence", [&](const json& v, const std::string& p) {
     if (boolean(v, p))
       throw ConfigError(p, "cachebench's shared-memory persistence is not available; tiercache persists "
@@ -787,6 +915,7 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     c.slab_size = 4 * kMiB;
     c.allocation.max_size = uint32_t(4 * kMiB);
   }
+  if (nvmMiB > 0) placeFlash(nvmMiB, nvmPaths, w, c, out);
   std::string where = source.empty() ? "" : " (in " + source + ")";
   try {
     w.validate();

@@ -44,6 +44,9 @@ struct CachebenchConfig {
   // "" for the key-value workload. stressor_threads: numThreads, 0 when absent.
   std::string stressor;
   uint32_t stressor_threads = 0;
+  // The flash file the import made up for nvmCacheSizeMB (remove it after
+  // the run); "" when there is none or it is the config's own file.
+  std::string flash_scratch;
 };
 
 // cachebench allocator -> tiercache eviction.policy name ("" when none maps).

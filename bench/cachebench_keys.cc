@@ -92,8 +92,34 @@ constexpr CachebenchKey kKeys[] = {
      "true is refused: new items always go to tier 0"},
     {kCacheConfig, "insertTopTier", "`insertTopTier`", "bool", kRefusedIfSet, "—",
      "false is refused, for the same reason"},
-    {kCacheConfig, "nvmCacheSizeMB", "`nvmCacheSizeMB`", "integer", kRefusedIfSet, "—",
-     "non-zero is refused: there is no NVM (flash) cache"},
+    {kCacheConfig, "nvmCacheSizeMB", "`nvmCacheSizeMB`", "integer", kHonoured,
+     "`flash.path`, `flash.size` = MiB × 2^20",
+     "non-zero: a flash store behind the last memory tier, started empty (`flash.discard_contents`), regions "
+     "reclaimed least recently read first (`lru`, Navy's default). Capped at 90% of the free space of the file's "
+     "file system and so that the store's DRAM index (12 bytes per item of the workload's mean size) takes at most "
+     "1/8 of the machine's memory; the warning says when it is capped"},
+    {kCacheConfig, "nvmCachePaths", "`nvmCachePaths`", "list of strings", kHonoured, "`flash.path`",
+     "the first entry: a directory gets a file of its own (removed after the run); an existing regular file is used "
+     "and kept; a block device is **never** written (it would be overwritten) and a path whose directory does not "
+     "exist is not created: then, as without the key, a file in `/var/tmp` (removed after the run), and the warning "
+     "says why. More entries (Navy's RAID-0) are named in the warning: the store has one file"},
+    {kCacheConfig, "navyRegionSizeMB", "`navyRegionSizeMB`", "integer", kHonoured, "`flash.region_size` = MiB × 2^20",
+     "default 16, as Navy's"},
+    {kCacheConfig, "navyAdmissionWriteRateMB", "`navyAdmissionWriteRateMB`", "integer", kHonoured,
+     "`flash.admit_write_mb_per_sec` = value × 1.048576",
+     "Navy's MB is 2^20 bytes, tiercache's 10^6. tiercache drops items past the budget; Navy's dynamic random "
+     "admission drops a share of them"},
+    {kCacheConfig, "navyQDepth", "`navyQDepth`", "integer", kHonoured, "`flash.queue_depth`", "when > 0"},
+    {kCacheConfig, "navyHitsReinsertionThreshold", "`navyHitsReinsertionThreshold`", "integer", kHonoured,
+     "`flash.reinsert_hits` = (value > 0)",
+     "Navy reinserts an item read at least that many times; tiercache one read at least once (a threshold above 1 "
+     "is named in the warning). Without it neither reinserts, as in Navy"},
+    {kCacheConfig, "navySegmentedFifoSegmentRatio", "`navySegmentedFifoSegmentRatio`", "list of numbers", kHonoured,
+     "`flash.region_eviction` = `fifo`",
+     "non-empty: FIFO regions. Navy's segmented FIFO (more than one ratio) runs as one FIFO, named in the warning"},
+    {kCacheConfig, "navyDataChecksum truncateItemToOriginalAllocSizeInNvm",
+     "`navyDataChecksum`, `truncateItemToOriginalAllocSizeInNvm`", "bool", kHonoured, "—",
+     "always so: every flash entry is checksummed and holds the key and value bytes only"},
     {kCacheConfig, "enableCachePersistence", "`enableCachePersistence`", "bool", kRefusedIfSet, "—",
      "true is refused. tiercache persists through a persistent `pmem-file` tier (docs/persistence.md)"},
     {kCacheConfig, "lruRefreshRatio", "`lruRefreshRatio`", "", kIgnored, "",
@@ -153,90 +179,176 @@ constexpr CachebenchKey kKeys[] = {
     {kCacheConfig, "lockMemory", "`lockMemory`", "", kIgnored, "",
      "shared-memory and page setup of CacheLib's cache; tiercache maps its tiers itself (huge pages where the file "
      "system gives them)"},
-    {kCacheConfig, "nvmCachePaths", "`nvmCachePaths`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
     {kCacheConfig, "navyReaderThreads", "`navyReaderThreads`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash I/O runs on the calling thread"},
     {kCacheConfig, "navyWriterThreads", "`navyWriterThreads`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash I/O runs on the calling thread"},
     {kCacheConfig, "navyBigHashSizePct", "`navyBigHashSizePct`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "one region log for all sizes, no BigHash"},
     {kCacheConfig, "navyBlockSize", "`navyBlockSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash I/O is in 4 KiB units (O_DIRECT alignment)"},
     {kCacheConfig, "navySmallItemMaxSize", "`navySmallItemMaxSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "one region log for all sizes, no BigHash"},
     {kCacheConfig, "navyParcelMemoryMB", "`navyParcelMemoryMB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navyHitsReinsertionThreshold", "`navyHitsReinsertionThreshold`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "demotion writes into the region buffer at once"},
     {kCacheConfig, "navyProbabilityReinsertionThreshold", "`navyProbabilityReinsertionThreshold`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "only hit-based reinsertion (flash.reinsert_hits)"},
     {kCacheConfig, "navyNumInmemBuffers", "`navyNumInmemBuffers`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "the store keeps two region buffers"},
     {kCacheConfig, "navyCleanRegions", "`navyCleanRegions`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navyRegionSizeMB", "`navyRegionSizeMB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "truncateItemToOriginalAllocSizeInNvm", "`truncateItemToOriginalAllocSizeInNvm`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "the store keeps two region buffers"},
     {kCacheConfig, "printNvmCounters", "`printNvmCounters`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "the report prints the flash counters"},
     {kCacheConfig, "dipperSizeMB", "`dipperSizeMB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no such knob in tiercache's flash store"},
     {kCacheConfig, "dipperBackend", "`dipperBackend`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no such knob in tiercache's flash store"},
     {kCacheConfig, "dipperDevicePath", "`dipperDevicePath`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no such knob in tiercache's flash store"},
     {kCacheConfig, "dipperUseDirectIO", "`dipperUseDirectIO`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no such knob in tiercache's flash store"},
     {kCacheConfig, "writeAmpDeviceList", "`writeAmpDeviceList`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "write amplification comes from the store's counters"},
     {kCacheConfig, "deviceMaxWriteSize", "`deviceMaxWriteSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "regions are written in 1 MiB pieces"},
     {kCacheConfig, "nvmCacheMetadataSizeMB", "`nvmCacheMetadataSizeMB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "the index is in DRAM, no metadata area"},
     {kCacheConfig, "navyBigHashBucketSize", "`navyBigHashBucketSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "one region log for all sizes, no BigHash"},
     {kCacheConfig, "navyBloomFilterPerBucketSize", "`navyBloomFilterPerBucketSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "one region log for all sizes, no BigHash"},
     {kCacheConfig, "navyMaxNumReads", "`navyMaxNumReads`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash I/O runs on the calling thread"},
     {kCacheConfig, "navyMaxNumWrites", "`navyMaxNumWrites`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash I/O runs on the calling thread"},
     {kCacheConfig, "navyStackSizeKB", "`navyStackSizeKB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navyQDepth", "`navyQDepth`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no fibers"},
     {kCacheConfig, "navyEnableIoUring", "`navyEnableIoUring`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "flash.io_engine auto picks io_uring where the kernel allows"},
     {kCacheConfig, "navyCleanRegionThreads", "`navyCleanRegionThreads`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navyAdmissionWriteRateMB", "`navyAdmissionWriteRateMB`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "regions are reclaimed by the writer"},
     {kCacheConfig, "navyMaxConcurrentInserts", "`navyMaxConcurrentInserts`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navyDataChecksum", "`navyDataChecksum`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "inserts are not queued"},
     {kCacheConfig, "navyEncryption", "`navyEncryption`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
-    {kCacheConfig, "navySegmentedFifoSegmentRatio", "`navySegmentedFifoSegmentRatio`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no encryption hook: entries are stored in clear"},
     {kCacheConfig, "navyReqOrderShardsPower", "`navyReqOrderShardsPower`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "a key's flash moves are ordered under its lock"},
     {kCacheConfig, "navySizeClasses", "`navySizeClasses`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "entries are packed at any size, no size classes"},
     {kCacheConfig, "navyArenas", "`navyArenas`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "one region log, no arenas"},
     {kCacheConfig, "navyEnableAccessTimeMap", "`navyEnableAccessTimeMap`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no access-time map"},
     {kCacheConfig, "navyAccessTimeMapMaxSize", "`navyAccessTimeMapMaxSize`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no access-time map"},
     {kCacheConfig, "navyEnableItemHistoryTracking", "`navyEnableItemHistoryTracking`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no item history"},
     {kCacheConfig, "deviceEnableFDP", "`deviceEnableFDP`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no FDP placement"},
     {kCacheConfig, "nvmAdmissionRetentionTimeThreshold", "`nvmAdmissionRetentionTimeThreshold`", "", kIgnored, "",
-     "tunes the NVM (flash) cache, which tiercache does not have (a non-zero `nvmCacheSizeMB` is refused)"},
+     "tunes a part of CacheLib's Navy that tiercache's flash store does not have: one region log for all item sizes "
+     "(no BigHash, size classes or arenas), I/O from the calling thread (no reader/writer pools or fibers), two region "
+     "buffers, entries always checksummed, no encryption hook. The warning names each key with a short reason",
+     "no retention-time admission"},
     {kCacheConfig, "enableItemDestructorCheck", "`enableItemDestructorCheck`", "", kIgnored, "",
      "item destructors: tiercache reports removals through its own hooks"},
     {kCacheConfig, "enableItemDestructor", "`enableItemDestructor`", "", kIgnored, "",

@@ -8,6 +8,8 @@
 #include <optional>
 #include <ostream>
 
+#include <unistd.h>
+
 #include "allocator/cache.h"
 #include "allocator/cache_config.h"
 #include "bench/cachebench.h"
@@ -47,6 +49,25 @@ struct LoadedConfig {
 // config error (exit 2), not a read without end.
 std::string readFile(const std::string& path) { return readConfigFile(path); }
 
+// A flash file the cachebench import made up goes when the program ends.
+std::vector<std::string>& filesToRemove() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+void removeAtExit(const std::string& file) {
+  // The list first: it must outlive (be built before) the exit handler.
+  std::vector<std::string>& files = filesToRemove();
+  static const bool registered = [] {
+    std::atexit([] {
+      for (const std::string& f : filesToRemove()) ::unlink(f.c_str());
+    });
+    return true;
+  }();
+  (void)registered;
+  files.push_back(file);
+}
+
 LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
   LoadedConfig l;
   l.path = path;
@@ -61,6 +82,7 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
     l.replay = std::move(cb.replay);
     l.stressor = cb.stressor;
     l.stressor_threads = cb.stressor_threads;
+    if (!cb.flash_scratch.empty()) removeAtExit(cb.flash_scratch);
   } else {
     l.cache = CacheConfig::fromJsonFile(path);
     l.workload = WorkloadConfig::fromJsonFile(path);

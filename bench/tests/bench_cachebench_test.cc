@@ -204,7 +204,6 @@ TEST(CachebenchTest, KeysNotImplementedAreListedInOneWarning) {
 }
 
 TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
-  expectImportError(document(R"(, "nvmCacheSizeMB": 1024)"), "cache_config.nvmCacheSizeMB", "no NVM (flash) cache");
   expectImportError(document(R"(, "allocator": "Bogus")"), "cache_config.allocator", "no tiercache eviction policy");
   expectImportError(document(R"(, "backgroundEvictorStrategy": "bogus")"), "cache_config.backgroundEvictorStrategy",
                     "free-threshold or keep-free");
@@ -226,6 +225,73 @@ TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
                     "needs ttlSecsRange");
   // Zero values of refused features are fine (what cachebench writes by default).
   EXPECT_NO_THROW(importCachebench(document(R"(, "nvmCacheSizeMB": 0)", R"(, "addChainedRatio": 0)")));
+}
+
+TEST(CachebenchTest, NvmCacheMapsOntoTheFlashStore) {
+  const fs::path dir = fs::temp_directory_path() / ("cb-flash-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  CachebenchConfig cb = importCachebench(
+      document(R"(, "nvmCacheSizeMB": 256, "nvmCachePaths": [")" + dir.string() + R"(", "/nonexistent/b"],
+      "navyRegionSizeMB": 8, "navyAdmissionWriteRateMB": 100, "navyQDepth": 64,
+      "navyHitsReinsertionThreshold": 2, "navySegmentedFifoSegmentRatio": [1],
+      "navyDataChecksum": true, "truncateItemToOriginalAllocSizeInNvm": true,
+      "navyBigHashSizePct": 50, "navyEncryption": true)"));
+  const FlashStoreConfig& fl = cb.cache.flash;
+  EXPECT_EQ(fs::path(fl.path).parent_path(), dir);
+  EXPECT_EQ(cb.flash_scratch, fl.path);
+  EXPECT_EQ(fl.region_size, 8u << 20);
+  EXPECT_EQ(fl.size, 4096u + 31 * (8u << 20));  // 256 MiB less the superblock, in whole regions
+  EXPECT_DOUBLE_EQ(fl.admit_write_mb_per_sec, 104.8576);
+  EXPECT_EQ(fl.queue_depth, 64u);
+  EXPECT_TRUE(fl.reinsert_hits);
+  EXPECT_EQ(fl.region_eviction, RegionEviction::kFifo);
+  EXPECT_TRUE(fl.discard_contents);
+  EXPECT_EQ(fl.expected_item_size, 40u + 15 + 550);  // header + mean key + mean value
+  const std::string warning = ignoredKeysWarning(cb.ignored);
+  EXPECT_NE(warning.find("cache_config.navyHitsReinsertionThreshold (2 taken as 1"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("cache_config.nvmCachePaths[1] (/nonexistent/b: the flash store has one file"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("cache_config.navyBigHashSizePct (one region log for all sizes, no BigHash)"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("cache_config.navyEncryption (no encryption hook"), std::string::npos) << warning;
+  fs::remove_all(dir);
+
+  // Without a path, or with one that is a device or in no directory: /var/tmp, saying why.
+  CachebenchConfig plain = importCachebench(document(R"(, "nvmCacheSizeMB": 64)"));
+  EXPECT_EQ(fs::path(plain.cache.flash.path).parent_path(), "/var/tmp");
+  EXPECT_EQ(plain.cache.flash.region_eviction, RegionEviction::kLru);
+  EXPECT_FALSE(plain.cache.flash.reinsert_hits);
+  CachebenchConfig dev = importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/dev/null"])"));
+  EXPECT_EQ(fs::path(dev.cache.flash.path).parent_path(), "/var/tmp");
+  EXPECT_NE(ignoredKeysWarning(dev.ignored).find("/dev/null is not a regular file"), std::string::npos);
+  CachebenchConfig gone = importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/no/such/dir/f"])"));
+  EXPECT_EQ(fs::path(gone.cache.flash.path).parent_path(), "/var/tmp");
+  EXPECT_NE(ignoredKeysWarning(gone.ignored).find("the directory of /no/such/dir/f does not exist"), std::string::npos);
+  // More than the disk holds: capped, and the warning says so.
+  CachebenchConfig huge = importCachebench(document(R"(, "nvmCacheSizeMB": 4000000000)"));
+  EXPECT_LT(huge.cache.flash.size, 4000000000ull << 20);
+  EXPECT_NE(ignoredKeysWarning(huge.ignored).find("cache_config.nvmCacheSizeMB (4000000000 MiB capped at"),
+            std::string::npos);
+  // Zero: no flash, whatever the navy keys say.
+  EXPECT_FALSE(importCachebench(document(R"(, "nvmCacheSizeMB": 0, "navyRegionSizeMB": 8)")).cache.flash.enabled());
+}
+
+TEST(CachebenchTest, BadNvmValuesNameTheKey) {
+  expectImportError(document(R"(, "nvmCacheSizeMB": -1)"), "cache_config.nvmCacheSizeMB", "whole number");
+  expectImportError(document(R"(, "nvmCacheSizeMB": 1)"), "cache_config.nvmCacheSizeMB", "the store needs 2");
+  expectImportError(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": [3])"), "cache_config.nvmCachePaths[0]",
+                    "must be a string");
+  expectImportError(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": {})"), "cache_config.nvmCachePaths",
+                    "array of paths");
+  expectImportError(document(R"(, "navyRegionSizeMB": 0)"), "cache_config.navyRegionSizeMB", "[1, 1024]");
+  expectImportError(document(R"(, "navyQDepth": 5000)"), "cache_config.navyQDepth", "at most 1024");
+  expectImportError(document(R"(, "navyAdmissionWriteRateMB": "fast")"), "cache_config.navyAdmissionWriteRateMB",
+                    "must be a number");
+  expectImportError(document(R"(, "navySegmentedFifoSegmentRatio": 1)"), "cache_config.navySegmentedFifoSegmentRatio",
+                    "array of numbers");
+  expectImportError(document(R"(, "navyDataChecksum": "maybe")"), "cache_config.navyDataChecksum", "true or false");
 }
 
 TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
@@ -578,7 +644,8 @@ TEST(CachebenchAllocatorTest, AllocatorsMapThroughOneTable) {
   }
   // cache_component's RAM component is a DRAM cache; the flash one is refused.
   EXPECT_EQ(importCachebench(smallConfig(R"(, "allocator": "RAM")", R"(, "name": "cache_component")")).allocator, "LRU");
-  expectImportError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator", "no NVM (flash) cache");
+  expectImportError(smallConfig(R"(, "allocator": "flash")", ""), "cache_config.allocator",
+                    "flash cache component on its own");
 }
 
 TEST(CachebenchStressorsTest, UnmappedStressorsAreRefusedByName) {
