@@ -58,6 +58,7 @@ for t in "${targets[@]}"; do
       printf 'version noreply\r\nincr k x noreply\r\ndelete k 5 noreply\r\nset k 0 0 1 2 noreply\r\nmn x\r\n' >"$corpus/seed-noreply"
       printf 'set a\x01\tb 0 99999999999 1\r\nx\r\nget a\x7f\xff\r\nstats cachedump 1 10\r\n' >"$corpus/seed-keys"
       printf 'cache_memlimit 50\r\ncache_memlimit 8 noreply\r\ncache_memlimit x\r\n' >"$corpus/seed-memlimit"
+      printf 'slabs automove 1\r\nslabs automove x noreply\r\nGET / HTTP/1.0\r\n' >"$corpus/seed-slabs-http"
     fi
   elif [[ "$t" == tiercache_config_fuzzer ]]; then
     limits=(-rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=16384)

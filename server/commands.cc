@@ -106,6 +106,10 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       return Next::kContinue;
     }
     case Command::kFlushAll: {
+      if (!config_.flush_all_enabled) {
+        reply(out, r, "CLIENT_ERROR flush_all not allowed");
+        return Next::kContinue;
+      }
       c.add(c.cmd_flush);
       // flush_all N: items stored before N seconds from now read as absent from then on.
       const auto delay = r.exptime > 0 ? ttlFromExptime(r.exptime, nowUnix()) : std::nullopt;
@@ -128,6 +132,11 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       stats(r, out, c);
       return Next::kContinue;
     case Command::kCacheMemlimit: memlimit(r, out); return Next::kContinue;
+    case Command::kSlabsAutomove:
+      // Accepted for memcached's clients and tools; tiercache moves slabs by
+      // its own config (cache.movers), which this does not change.
+      reply(out, r, "OK");
+      return Next::kContinue;
     case Command::kMetaGet:
       c.add(c.cmd_meta);
       metaGet(r, out, c);

@@ -51,7 +51,7 @@ struct CommandName {
 };
 constexpr uint8_t kAny = 0;
 
-constexpr std::array<CommandName, 25> kCommands = {{
+constexpr std::array<CommandName, 26> kCommands = {{
     {"get", Command::kGet, 2, kAny, false},
     {"gets", Command::kGets, 2, kAny, false},
     {"gat", Command::kGat, 2, kAny, false},
@@ -77,6 +77,7 @@ constexpr std::array<CommandName, 25> kCommands = {{
     {"ma", Command::kMetaArithmetic, 2, kAny, false},
     {"mn", Command::kMetaNoop, 1, kAny, false},
     {"cache_memlimit", Command::kCacheMemlimit, 2, 3, true},
+    {"slabs", Command::kSlabsAutomove, 3, 4, true},
 }};
 
 // memcached's exptime: any whole number (it is compared, never added to a
@@ -225,7 +226,15 @@ ParseResult parseLine(std::string_view line, Request& r, ParseOptions options) {
       break;
     }
   }
-  if (known == nullptr) return error("ERROR");
+  if (known == nullptr) {
+    if (t.back().starts_with("HTTP/")) {
+      ParseResult p = error("");
+      p.silent = true;
+      p.close = true;
+      return p;
+    }
+    return error("ERROR");
+  }
   r.command = known->command;
   if (t.size() < known->minTokens || (known->maxTokens != kAny && t.size() > known->maxTokens)) {
     // As memcached: nothing of the line is trusted, not even a value length,
@@ -335,6 +344,15 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
       if (t.size() < 2 || t.size() > 3) return error("ERROR");
       if (!parseU64(t[1], r.memlimitMb)) return error("ERROR");
       r.noreply = t.size() == 3 && t[2] == "noreply";
+      return {};
+    }
+    case Command::kSlabsAutomove: {
+      // "slabs automove <0|1|2> [noreply]"; memcached's other slabs
+      // subcommand (reassign) moves its own slab classes and is "ERROR" here.
+      if (t[1] != "automove") return error("ERROR");
+      if (!parseU32(t[2], r.automove)) return error(kBadFormat);
+      if (r.automove > 2) return error("ERROR");
+      r.noreply = t.size() == 4 && t[3] == "noreply";
       return {};
     }
     case Command::kStats: {

@@ -24,6 +24,9 @@
 //  - noreply as memcached: a classic command whose last token is "noreply"
 //    gets no reply at all, errors included (ParseResult::silent), once its
 //    token count was right; meta commands always report errors.
+//  - An unknown command whose last token starts with "HTTP/" (a web client
+//    on the wrong port) gets no reply and the connection is closed
+//    (ParseResult::close), as memcached hangs up on it.
 //  - Bounded work: linear in the line's length.
 #pragma once
 
@@ -55,7 +58,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
-  kCacheMemlimit,
+  kCacheMemlimit, kSlabsAutomove,
 };
 // clang-format on
 
@@ -94,6 +97,7 @@ struct Request {
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr
   uint32_t verbosity = 0;
+  uint32_t automove = 0;    // slabs automove
   uint64_t memlimitMb = 0;  // cache_memlimit
   bool noreply = false;
   std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
@@ -105,6 +109,7 @@ struct ParseResult {
   std::string_view error;  // kError: the reply line
   uint64_t swallow = 0;    // kError: bytes after the line to discard
   bool silent = false;     // kError: a noreply request; the error is not sent
+  bool close = false;      // kError: hang up after sending the error (if any)
 };
 
 struct ParseOptions {

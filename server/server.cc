@@ -482,6 +482,10 @@ bool Worker::lineRequest(Connection* c, std::string_view line) {
       c->add(p.error);
       c->add("\r\n");
     }
+    if (p.close) {
+      closeAfterWrite(c);
+      return false;
+    }
     if (p.swallow > 0) {
       c->state = Connection::State::kSwallow;
       c->remaining = p.swallow;

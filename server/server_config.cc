@@ -77,6 +77,11 @@ const config::Schema& schema() {
                               "line format`. Off: keys are any bytes but space and NUL, as memcached takes them "
                               "(memcaslap's keys hold control bytes).",
                .field = SERVER_FIELD(c.strict_keys)},
+              {.name = "flush_all_enabled",
+               .type = Type::kBool,
+               .description = "Off: `flush_all` is refused with `CLIENT_ERROR flush_all not allowed` and nothing "
+                              "is flushed, so no client can empty a shared cache (memcached's -F).",
+               .field = SERVER_FIELD(c.flush_all_enabled)},
           },
       .wholeFloats = true,  // the server always took 1e4 for a count
   };

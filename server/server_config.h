@@ -23,6 +23,7 @@ struct ServerConfig {
   uint64_t max_item_size = 1u << 20;  // largest value a client may store (bytes)
   uint32_t idle_timeout = 300;        // seconds without a request before a connection is closed; 0 = never
   bool strict_keys = false;           // refuse control bytes in keys (memcached accepts all but space and NUL)
+  bool flush_all_enabled = true;      // false: flush_all is refused (memcached -F)
 
   // Parse the "server" object of a whole config document (absent: defaults);
   // throws ConfigError.

@@ -67,6 +67,35 @@ TEST(ServerProtocol, MultiGetAndErrors) {
   EXPECT_EQ(r.delta, UINT64_MAX);
 }
 
+// memcached's t/malicious-commands.t: a web request on the memcached port
+// is hung up on without a reply; any other unknown command is "ERROR".
+TEST(ServerProtocol, HttpRequestLineClosesWithoutReply) {
+  Request r;
+  for (const char* line : {"GET / HTTP/1.0", "PUT /asdf/asd HTTP/1.1", "DELETE HTTP/1.1"}) {
+    ParseResult p = parse(line, r);
+    EXPECT_EQ(p.status, ParseResult::kError) << line;
+    EXPECT_TRUE(p.close) << line;
+    EXPECT_TRUE(p.silent) << line;
+  }
+  ParseResult p = parse("frobnicate HTTP", r);
+  EXPECT_EQ(p.error, "ERROR");
+  EXPECT_FALSE(p.close);
+}
+
+// memcached's t/strtol-testing.t: a bad number is a CLIENT_ERROR, not ERROR.
+TEST(ServerProtocol, SlabsAutomoveTakesLevelsZeroToTwo) {
+  Request r;
+  EXPECT_EQ(parse("slabs automove invalid", r).error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(parse("verbosity invalid", r).error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(parse("slabs automove 3", r).error, "ERROR");
+  EXPECT_EQ(parse("slabs reassign 1 2", r).error, "ERROR");
+  EXPECT_EQ(parse("slabs automove", r).error, "ERROR");
+  ASSERT_EQ(parse("slabs automove 2 noreply", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kSlabsAutomove);
+  EXPECT_EQ(r.automove, 2u);
+  EXPECT_TRUE(r.noreply);
+}
+
 TEST(ServerProtocol, KeysTakeControlBytesUnlessStrict) {
   // memcaslap's keys hold control bytes; memcached stores them. Only space
   // (the separator) and NUL (memcached's line ends there) are refused.
@@ -171,8 +200,11 @@ TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
 
 TEST(ServerConfig, DefaultsAndParsedValues) {
   ServerConfig c = ServerConfig::fromJsonString(R"({"tiers": [], "server": {"port": 0, "max_item_size": "2MiB",
-                                                  "listen": "::1", "threads": 2, "idle_timeout": 0}})");
+                                                  "listen": "::1", "threads": 2, "idle_timeout": 0,
+                                                  "flush_all_enabled": false}})");
   EXPECT_EQ(c.port, 0u);
+  EXPECT_FALSE(c.flush_all_enabled);
+  EXPECT_TRUE(ServerConfig::fromJsonString("{}").flush_all_enabled);
   EXPECT_EQ(c.max_item_size, 2u << 20);
   EXPECT_EQ(c.listen, "::1");
   EXPECT_EQ(c.threads, 2u);

@@ -99,6 +99,22 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"verbosity\r\n"), b"ERROR\r\n")
             self.assertEqual(request(s, b"verbosity 1 noreply\r\nmn\r\n"), b"MN\r\n")
 
+    def test_http_request_is_hung_up_on(self):
+        # memcached's t/malicious-commands.t: no reply, the connection closes.
+        for line in (b"GET / HTTP/1.0", b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1", b"DELETE HTTP/1.1"):
+            with self.server.connect() as s:
+                s.sendall(line + b"\r\n")
+                s.settimeout(5)
+                self.assertEqual(s.recv(24), b"", line)
+
+    def test_slabs_automove(self):
+        # memcached's t/strtol-testing.t.
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"slabs automove invalid\r\n"), b"CLIENT_ERROR bad command line format\r\n")
+            self.assertEqual(request(s, b"verbosity invalid\r\n"), b"CLIENT_ERROR bad command line format\r\n")
+            self.assertEqual(request(s, b"slabs automove 1\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"slabs automove 0 noreply\r\nmn\r\n"), b"MN\r\n")
+
     def test_noreply_errors_send_nothing(self):
         # A client that asked for no reply must get none, or it reads the
         # error as the answer to its next request.
@@ -121,6 +137,14 @@ class MemcachedSemantics(unittest.TestCase):
                 self.assertEqual(request(s, b"set a\x01b 0 0 1\r\nv\r\nmn\r\n", b"MN\r\n"),
                                  b"CLIENT_ERROR bad command line format\r\nMN\r\n")
                 self.assertEqual(request(s, b"set ab 0 0 1\r\nv\r\n"), b"STORED\r\n")
+
+    def test_flush_all_can_be_disabled(self):
+        # memcached -F (its t/flush-all.t): refused, nothing flushed; noreply silences the refusal.
+        with Server(threads=1, flush_all_enabled=False) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set fa 0 0 2\r\nhi\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"flush_all\r\n"), b"CLIENT_ERROR flush_all not allowed\r\n")
+            self.assertEqual(request(s, b"flush_all 0 noreply\r\nmn\r\n"), b"MN\r\n")
+            self.assertEqual(request(s, b"get fa\r\n", b"END\r\n"), b"VALUE fa 0 2\r\nhi\r\nEND\r\n")
 
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
