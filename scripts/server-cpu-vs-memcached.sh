@@ -62,31 +62,9 @@ cmd
 1 0.9091
 CFG
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# stats PORT -> "cmd_get cmd_set get_hits"
-stats() {
-  /usr/bin/python3 - "$1" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(b"stats\r\n")
-d = b""
-while not d.endswith(b"END\r\n"):
-    c = s.recv(65536)
-    if not c:
-        break
-    d += c
-st = dict(l.split()[1:3] for l in d.decode().splitlines() if l.startswith("STAT"))
-print(st["cmd_get"], st["cmd_set"], st["get_hits"])
-PY
-}
-wait_port() {
-  for _ in $(seq 100); do
-    /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),timeout=1).close()" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "server-cpu-vs-memcached: nothing listens on $1" >&2; return 1
-}
+bench_name=server-cpu-vs-memcached
+# shellcheck source=lib/server-bench.sh
+source "$root/scripts/lib/server-bench.sh"
 
 tiercache_config() {  # tiercache_config PMEM_MB
   local pmem=""

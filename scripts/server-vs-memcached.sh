@@ -47,15 +47,9 @@ item_bytes=$((vsize + 100))
 fits_keys=$((dram_mb * 1048576 / 2 / item_bytes))
 big_keys=$((dram_mb * 1048576 * 4 / item_bytes))
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-wait_port() {
-  for _ in $(seq 100); do
-    /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),timeout=1).close()" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "server-vs-memcached: nothing listens on $1" >&2; return 1
-}
+bench_name=server-vs-memcached
+# shellcheck source=lib/server-bench.sh
+source "$root/scripts/lib/server-bench.sh"
 
 tiercache_config() {  # tiercache_config PMEM_MB
   local pmem=""

@@ -164,23 +164,32 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
   const bool touch = r.command == Command::kGat || r.command == Command::kGats;
   std::optional<seconds> ttl;
   if (touch) ttl = ttlFromExptime(r.exptime, nowUnix());
-  std::vector<ReadHandle> found;
-  std::string line;
+  std::vector<ReadHandle> many;
+  ReadHandle one;
+  // The reply header outgrows a short-string buffer; one per thread keeps
+  // a get free of heap allocation.
+  static thread_local std::string line;
   size_t next = first;
   while (next < r.keys.size()) {
     if (next > first && out.full()) return next;
     const size_t n = std::min(kGetBatch, r.keys.size() - next);
     const std::span<const std::string_view> batch(r.keys.data() + next, n);
+    std::span<ReadHandle> found;
     if (touch) {
-      found.clear();
+      many.clear();
       for (std::string_view k : batch) {
         c.add(c.cmd_touch);
         bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
         c.add(ok ? c.touch_hits : c.touch_misses);
-        found.push_back(ok ? cache_.find(k) : ReadHandle());
+        many.push_back(ok ? cache_.find(k) : ReadHandle());
       }
+      found = many;
+    } else if (n == 1) {
+      one = cache_.find(batch[0]);  // a single get needs no batch vector
+      found = std::span<ReadHandle>(&one, 1);
     } else {
-      found = cache_.findMany(batch);  // one batched lookup: buckets and items prefetched together
+      many = cache_.findMany(batch);  // one batched lookup: buckets and items prefetched together
+      found = many;
     }
     for (size_t i = 0; i < n; ++i) {
       c.add(c.cmd_get);
