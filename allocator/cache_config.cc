@@ -888,7 +888,8 @@ const config::Schema& schema() {
            .name = "path",
            .type = Type::kString,
            .description = "The file (created 0600 if missing, extended to size) or block device of the flash store; "
-                          "\"\": no flash. Opened with O_DIRECT where the file system allows it.",
+                          "\"\": no flash. Opened with O_DIRECT where the file system allows it. A file gets "
+                          "<path>.wbuf beside it: the region write buffer, kept across a kill -9.",
            .field = TC_FIELD(c.flash.path)},
           {.section = kFlash,
            .name = "size",

@@ -6,6 +6,11 @@
 #include <random>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -38,6 +43,19 @@ struct RegionHeader {
   uint64_t checksum;
 };
 static_assert(sizeof(RegionHeader) == FlashStore::kRegionHeader);
+
+// The last page of the write-buffer file: which region and region sequence
+// number the buffer in front of it holds. Written after the buffer is
+// reset, invalidated before it is, so a valid trailer never names a buffer
+// that is being cleared.
+constexpr uint64_t kBufferMagic = 0x46554257'4c464354ull;  // "TCFLWBUF"
+struct BufferTrailer {
+  uint64_t magic;
+  uint64_t formatId;
+  uint64_t region;
+  uint64_t regionSeq;
+  uint64_t checksum;  // of the fields above
+};
 
 struct EntryHeader {
   uint32_t magic;
@@ -109,7 +127,7 @@ FlashStore::FlashStore(const FlashStoreConfig& config, FlashHashFn hash)
   epoch_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
   regionSeq_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
   lastRead_ = std::make_unique<std::atomic<uint64_t>[]>(regions_);
-  buf_ = allocAligned(rs);
+  openWriteBuffer();
   scratch_ = allocAligned(rs);
 
   AlignedBuffer sb = allocAligned(FlashDevice::kAlign);
@@ -136,6 +154,87 @@ FlashStore::~FlashStore() {
   } catch (const std::exception&) {
     // A failed final write leaves the store unclean: recovery copes.
   }
+  if (wbufFd_ >= 0) {
+    munmap(wbuf_, wbufLen_);
+    ::close(wbufFd_);
+  }
+}
+
+void FlashStore::openWriteBuffer() {
+  // The buffer is a shared mapping of a file next to the store when the
+  // store is a regular file: its stores are in the page cache, which a
+  // kill -9 does not take, so recovery finds every entry and tombstone
+  // appended before the process died. Elsewhere (a block device) it is
+  // anonymous memory and a kill -9 loses it.
+  const uint64_t rs = config_.region_size;
+  struct stat st {};
+  if (::stat(config_.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::string path = config_.path + ".wbuf";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(rs + FlashDevice::kAlign)) == 0) {
+      void* m = mmap(nullptr, rs + FlashDevice::kAlign, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        wbufFd_ = fd;
+        wbuf_ = static_cast<char*>(m);
+        wbufLen_ = rs + FlashDevice::kAlign;
+        return;
+      }
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  buf_ = allocAligned(rs + FlashDevice::kAlign);
+  wbuf_ = buf_.get();
+  wbufLen_ = rs + FlashDevice::kAlign;
+}
+
+void FlashStore::setTrailerLocked(bool valid) {
+  BufferTrailer t{};
+  if (valid) {
+    t = BufferTrailer{kBufferMagic, formatId_, active_, regionSeq_[active_].load(std::memory_order_relaxed), 0};
+    t.checksum = XXH3_64bits(&t, offsetof(BufferTrailer, checksum));
+  }
+  // Not reordered with the buffer's own stores (a kill stops the thread
+  // between two instructions; the page cache keeps what was stored).
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::memcpy(wbuf_ + config_.region_size, &t, sizeof t);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+// The checked prefix of the region image at p (bytes, from its start).
+size_t FlashStore::checkedPrefix(const char* p, uint64_t regionSeq) const {
+  size_t off = kRegionHeader;
+  EntryHeader h;
+  while (parseEntry(p + off, config_.region_size - off, seedOf(regionSeq), h))
+    off += entryBytes(h.keySize, h.valueSize);
+  return off;
+}
+
+uint64_t FlashStore::replayWriteBuffer() {
+  if (wbufFd_ < 0) return 0;
+  BufferTrailer t;
+  std::memcpy(&t, wbuf_ + config_.region_size, sizeof t);
+  if (t.magic != kBufferMagic || t.checksum != XXH3_64bits(&t, offsetof(BufferTrailer, checksum))) return 0;
+  if (t.formatId != formatId_ || t.region >= regions_ || t.regionSeq == 0) return 0;
+  RegionHeader bh;
+  std::memcpy(&bh, wbuf_, sizeof bh);
+  if (bh.magic != kRegionMagic || bh.formatId != formatId_ || bh.regionSeq != t.regionSeq ||
+      bh.checksum != XXH3_64bits(&bh, offsetof(RegionHeader, checksum))) {
+    return 0;
+  }
+  const size_t have = checkedPrefix(wbuf_, t.regionSeq);
+  // The device's copy of the region: newer (the buffer is stale), the same
+  // region written as far (nothing to add), or older.
+  ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(t.region), config_.region_size);
+  RegionHeader dh;
+  std::memcpy(&dh, scratch_.get(), sizeof dh);
+  if (dh.magic == kRegionMagic && dh.formatId == formatId_ &&
+      dh.checksum == XXH3_64bits(&dh, offsetof(RegionHeader, checksum))) {
+    if (dh.regionSeq > t.regionSeq) return 0;
+    if (dh.regionSeq == t.regionSeq && checkedPrefix(scratch_.get(), dh.regionSeq) >= have) return 0;
+  }
+  const size_t len = (have + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
+  ioOrThrow(IoRequest::Op::kWrite, wbuf_, regionStart(t.region), len);
+  return have;
 }
 
 void FlashStore::ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len) {
@@ -177,6 +276,9 @@ void FlashStore::format() {
 }
 
 void FlashStore::recover(bool clean) {
+  // 0. The write buffer of a killed process goes to its region first, so
+  //    the replay below sees it like any written region.
+  const uint64_t fromBuffer = replayWriteBuffer();
   // 1. Region headers: which regions hold what, in which order.
   std::vector<std::pair<uint64_t, uint64_t>> order;  // (regionSeq, region)
   AlignedBuffer head = allocAligned(FlashDevice::kAlign);
@@ -221,7 +323,8 @@ void FlashStore::recover(bool clean) {
   // The ring goes on after the newest region.
   activateLocked(order.empty() ? 0 : (order.back().second + 1) % regions_);
   openReport_ = "recovered " + std::to_string(index_->size()) + " entries from " + std::to_string(order.size()) +
-                " regions (" + (clean ? "clean" : "unclean") + " shutdown)";
+                " regions (" + (clean ? "clean" : "unclean") + " shutdown" +
+                (fromBuffer ? ", " + std::to_string(fromBuffer) + " bytes from the write buffer" : "") + ")";
 }
 
 void FlashStore::activateLocked(uint64_t r) {
@@ -231,19 +334,23 @@ void FlashStore::activateLocked(uint64_t r) {
   const uint64_t rseq = nextRegionSeq_++;
   regionSeq_[r].store(rseq);
   lastRead_[r].store(clock_.fetch_add(1));
+  // The trailer is invalid while the buffer is cleared: a kill in between
+  // leaves no buffer to replay (the previous region is written already).
+  setTrailerLocked(false);
   active_ = r;
-  std::memset(buf_.get(), 0, config_.region_size);
+  std::memset(wbuf_, 0, config_.region_size);
   RegionHeader h{kRegionMagic, rseq, formatId_, 0};
   h.checksum = XXH3_64bits(&h, offsetof(RegionHeader, checksum));
-  std::memcpy(buf_.get(), &h, sizeof h);
+  std::memcpy(wbuf_, &h, sizeof h);
   used_ = kRegionHeader;
+  setTrailerLocked(true);
 }
 
 FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags,
                                   uint32_t expiry) {
   const size_t n = entryBytes(key.size(), value.size());
   if (used_ + n > config_.region_size) sealAndAdvanceLocked();
-  char* p = buf_.get() + used_;
+  char* p = wbuf_ + used_;
   EntryHeader h{};
   h.magic = kEntryMagic;
   h.keySize = static_cast<uint16_t>(key.size());
@@ -256,6 +363,9 @@ FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::strin
   if (!key.empty()) std::memcpy(p + sizeof h, key.data(), key.size());  // removeAll's marker has no key
   if (!value.empty()) std::memcpy(p + sizeof h + key.size(), value.data(), value.size());
   h.checksum = entryChecksum(p, seedOf(regionSeq_[active_].load(std::memory_order_relaxed)));
+  // The checksum goes in last: a kill before it leaves an entry that ends
+  // the replay of the buffer (its operation never returned).
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   std::memcpy(p + offsetof(EntryHeader, checksum), &h.checksum, sizeof h.checksum);
   const FlashLoc loc{regionStart(active_) + used_, static_cast<uint32_t>(n)};
   used_ += n;
@@ -264,7 +374,7 @@ FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::strin
 
 void FlashStore::writeActiveLocked() {
   const size_t len = (used_ + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
-  ioOrThrow(IoRequest::Op::kWrite, buf_.get(), regionStart(active_), len);
+  ioOrThrow(IoRequest::Op::kWrite, wbuf_, regionStart(active_), len);
 }
 
 uint64_t FlashStore::pickVictimLocked() const {
@@ -394,7 +504,7 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* wher
       if (epoch_[r].load() != e1) continue;
       rseq = regionSeq_[r].load();  // set after the epoch when the region was activated
       const size_t off = loc.addr - regionStart(r);
-      copy.assign(buf_.get() + off, loc.size);
+      copy.assign(wbuf_ + off, loc.size);
       p = copy.data();
     } else {
       const uint64_t first = loc.addr / FlashDevice::kAlign * FlashDevice::kAlign;
@@ -517,6 +627,8 @@ void FlashStore::close() {
   writeActiveLocked();
   device_.sync();
   writeSuperblock(true);
+  // Written and clean: the next open has no buffer to replay.
+  setTrailerLocked(false);
 }
 
 }  // namespace tiercache

@@ -28,9 +28,12 @@
 // Recovery (every open of an existing store, clean or after kill -9): the
 // regions' headers are read, regions replayed in sequence order, each entry
 // up to the first one that does not check out; a later entry of a key
-// replaces an earlier one, a tombstone removes it. What was still in the
-// DRAM buffer at a crash is lost (entries and tombstones alike; see
-// docs/design.md, "Flash").
+// replaces an earlier one, a tombstone removes it. When the store is a
+// regular file, the write buffer is a shared mapping of <path>.wbuf: what
+// was appended to it before a kill -9 is in the page cache, and recovery
+// writes its checked entries to their region before the replay. A power
+// loss (or a block device, whose buffer is anonymous) loses what was not
+// yet written (see docs/design.md, "Flash").
 //
 // Concurrency: inserts, removes and region writes are serialized by one
 // append mutex (the log order is the index order); lookups take it only to
@@ -163,6 +166,10 @@ class FlashStore {
   // counts a hit, checksum failure or key mismatch (not the miss).
   std::optional<FlashItem> checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
                                       const char* p, FlashLoc* where);
+  void openWriteBuffer();
+  void setTrailerLocked(bool valid);
+  size_t checkedPrefix(const char* p, uint64_t regionSeq) const;
+  uint64_t replayWriteBuffer();
   void ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len);
 
   const FlashStoreConfig config_;
@@ -184,7 +191,10 @@ class FlashStore {
   std::atomic<uint64_t> clock_{1};
 
   std::mutex appendMu_;    // everything below
-  AlignedBuffer buf_;      // the active region's contents
+  AlignedBuffer buf_;      // the write buffer when it is anonymous
+  char* wbuf_ = nullptr;   // the active region's contents, then a trailer page
+  size_t wbufLen_ = 0;
+  int wbufFd_ = -1;        // the write-buffer file (<path>.wbuf), or -1
   AlignedBuffer scratch_;  // a reclaimed region, read back
   uint64_t active_ = 0;
   size_t used_ = 0;  // bytes of buf_ in use

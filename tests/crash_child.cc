@@ -4,10 +4,12 @@
 // acknowledged before the SIGKILL.
 //   tiercache_crash_child POOL_FILE durable|volatile PREFIX SEED
 //   tiercache_crash_child FLASH_FILE flash PREFIX SEED
-// The flash mode runs a set storm over 30,000 keys into a DRAM cache with a
-// flash store behind it (test::flashCacheConfig), each set's value encoding
-// key and version (test::flashValue); after each set it writes the key's
-// number and the version, two uint32s.
+// The flash mode runs a set/remove storm from four threads over 30,000 keys
+// into a DRAM cache with a flash store behind it (test::flashCacheConfig),
+// each set's value encoding key and version (test::flashValue; versions are
+// one counter across threads, a thread owns the keys k % 4 == its number).
+// After each set it writes the key's number and the version, two uint32s;
+// after each remove the same with the key's high bit set.
 //
 // Fault seam (deterministic crash): with TIERCACHE_CRASH_AT=replace-committed
 // the child sets key PREFIX to its "old" value, acknowledges it (writes 1),
@@ -24,6 +26,8 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "allocator/cache.h"
 #include "flash_test_util.h"
@@ -31,6 +35,7 @@
 
 namespace {
 
+constexpr uint32_t kFlashStormThreads = 4;
 std::atomic<bool> armed{false};
 
 void killAtSeam(tiercache::FaultPoint point) {
@@ -52,14 +57,31 @@ int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
 
 int flashStorm(const char* path, const std::string& prefix, uint64_t seed) {
   tiercache::Cache cache(tiercache::test::flashCacheConfig(path, 64));
-  std::mt19937_64 rng(seed);
-  for (uint32_t version = 1;; ++version) {
-    const uint32_t k = static_cast<uint32_t>(rng() % 30000);
-    const std::string key = prefix + std::to_string(k);
-    if (!cache.set(key, tiercache::test::flashValue(key, version, 100 + rng() % 1400))) continue;
-    const uint32_t ack[2] = {k, version};
-    if (write(1, ack, sizeof ack) != sizeof ack) return 3;
+  std::atomic<uint32_t> nextVersion{1};
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < kFlashStormThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed * 31 + t);
+      for (;;) {
+        // Thread t owns the keys k with k % threads == t, so its
+        // acknowledgements of a key come in the order its operations took
+        // effect.
+        const uint32_t k = static_cast<uint32_t>(rng() % (30000 / kFlashStormThreads)) * kFlashStormThreads + t;
+        const std::string key = prefix + std::to_string(k);
+        const uint32_t version = nextVersion.fetch_add(1);
+        uint32_t ack[2] = {k, version};
+        if (rng() % 5 == 0) {
+          cache.remove(key);
+          ack[0] |= 0x80000000u;
+        } else if (!cache.set(key, tiercache::test::flashValue(key, version, 100 + rng() % 1400))) {
+          continue;
+        }
+        if (write(1, ack, sizeof ack) != sizeof ack) _exit(3);
+      }
+    });
   }
+  for (auto& th : threads) th.join();
+  return 0;
 }
 
 }  // namespace
