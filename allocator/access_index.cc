@@ -11,13 +11,16 @@
 
 namespace tiercache {
 
-AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table, ItemPersistence* persistence)
+AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table, ItemPersistence* persistence,
+                         FreeOwned freeOwned)
     : table_(table),
       persistence_(persistence),
       mask_((uint64_t{1} << bucketPower) - 1),
       stripeMask_((uint64_t{1} << std::min(lockPower, bucketPower)) - 1),
       buckets_(static_cast<unsigned char*>(mapHugeAnonymous((mask_ + 1) * kBucketBytes))),
-      stripes_(new Stripe[stripeMask_ + 1]) {
+      stripes_(new Stripe[stripeMask_ + 1]),
+      freeOwned_(freeOwned ? std::move(freeOwned)
+                           : FreeOwned([&table](CompressedRef ref) { table.owner(ref)->freeOwned(ref); })) {
   if (!buckets_) throw std::bad_alloc();
   static_assert(CompressedRef::kNull == (uint64_t{1} << (8 * kBucketBytes)) - 1);
   std::memset(buckets_, 0xFF, (mask_ + 1) * kBucketBytes);  // every bucket kNull
@@ -25,7 +28,9 @@ AccessIndex::AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTab
 
 AccessIndex::~AccessIndex() { munmap(buckets_, (mask_ + 1) * kBucketBytes); }
 
-uint64_t AccessIndex::metadataBytes() const { return (mask_ + 1) * kBucketBytes + (stripeMask_ + 1) * sizeof(Stripe); }
+uint64_t AccessIndex::metadataBytes() const {
+  return (mask_ + 1) * kBucketBytes + (stripeMask_ + 1) * sizeof(Stripe) + sizeof(IndexReaders);
+}
 
 namespace {
 // Checked on the item a publish links: held by the publisher's reference,
@@ -36,8 +41,76 @@ namespace {
 }  // namespace
 
 CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
+  CompressedRef found;
+  switch (acquireLockFree(key, hash, item, found)) {
+    case Lookup::kHit: return found;
+    case Lookup::kMiss: return CompressedRef();
+    case Lookup::kRetry: break;
+  }
+  return acquireLocked(key, hash, item, saturated);
+}
+
+AccessIndex::Lookup AccessIndex::acquireLockFree(std::string_view key, uint64_t hash, Item*& item,
+                                                 CompressedRef& found) {
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  const SeqSpinLock& lock = stripes_[b & stripeMask_].lock;
+  const uint8_t tag = Item::tagOf(hash);
+  IndexReaders::Section section(readers_);
+  if (!section) [[unlikely]]
+    return Lookup::kRetry;
+  const uint32_t seq = lock.readBegin();
+  if (seq & 1) return Lookup::kRetry;  // a writer is in the chain
+  uint64_t r = bucketLink(b).load();
+  for (uint32_t depth = 0;; ++depth) {
+    // Every ref is checked before it is followed: with the number
+    // unchanged, r was read from the chain as no writer was changing it, so
+    // it names a chained item, whose slab the section keeps in its class
+    // (and a torn or stale ref is never resolved).
+    if (!lock.unchangedSince(seq)) return Lookup::kRetry;
+    if (r == CompressedRef::kNull) return Lookup::kMiss;
+    const CompressedRef ref(r);
+    Item* it = table_.item(ref);
+    if (it->indexTag() == tag) {
+      if (!it->tryAcquirePublished()) return Lookup::kRetry;  // claimed, saturated, or unlinked since
+      // Pinned. Number still unchanged: the item was chained (so
+      // published) when pinned, and it is this key's if the key matches.
+      // The pin makes the key safe to read either way.
+      const bool hit = lock.unchangedSince(seq) && it->hasKey(key);
+      section.leave();  // before an unpin that may free (locks)
+      if (!hit) {
+        unpin(ref, it);
+        return Lookup::kRetry;
+      }
+      if (depth > 0) toFrontIfFree(b, ref);
+      item = it;
+      found = ref;
+      return Lookup::kHit;
+    }
+    r = it->chainLink().load();
+  }
+}
+
+void AccessIndex::toFrontIfFree(uint64_t b, CompressedRef ref) {
+  // One hit in kMoveToFrontEvery per thread: a hot key still reaches the
+  // head after a few uses, and most hits write no shared line.
+  static constinit thread_local uint32_t hitsBehindHead = 0;
+  if (++hitsBehindHead % kMoveToFrontEvery != 0) return;
+  SeqSpinLock& lock = lockFor(b);
+  if (!lock.try_lock()) return;
+  for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
+    Item* it = table_.item(CompressedRef(link.load()));
+    if (link.load() == ref.raw()) {
+      toFront(b, link, it, ref);
+      break;
+    }
+    link = it->chainLink();
+  }
+  lock.unlock();
+}
+
+CompressedRef AccessIndex::acquireLocked(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
+  const uint64_t b = bucketOf(hash);
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     const CompressedRef ref(link.load());
     Item* it = table_.item(ref);
@@ -68,7 +141,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
   // The caller's handle pins the new item, which nothing has published or claimed.
   TC_DCHECK(isUnpublishedAndPinned(item->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
@@ -79,6 +152,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
           (cond.kind == Kind::kIfToken && (!out.existed || it->seq() != cond.token))) {
         return out;
       }
+      item->setIndexTag(Item::tagOf(hash));
       item->state.fetch_or(Item::kAccessible, std::memory_order_release);
       // New in before old out: a crash in between leaves both committed,
       // and recovery keeps the higher sequence number; the key is never
@@ -97,6 +171,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
     link = it->chainLink();
   }
   if (cond.kind == Kind::kIfPresent || cond.kind == Kind::kIfToken) return out;
+  item->setIndexTag(Item::tagOf(hash));
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   commitIfDurable(item, ref);
   item->setChainNext(bucketLink(b).load());
@@ -108,7 +183,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
 CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64_t hash) {
   const std::string_view key = item->key();
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
@@ -116,6 +191,7 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
       // Two committed copies (a crash inside a replace or a move): the
       // commit order decides, never the order of the scan.
       if (item->seq() <= it->seq()) return ref;
+      item->setIndexTag(Item::tagOf(hash));
       item->state.fetch_or(Item::kAccessible, std::memory_order_release);
       item->setChainNext(it->chainNext());
       link.store(ref.raw());
@@ -124,6 +200,7 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
     }
     link = it->chainLink();
   }
+  item->setIndexTag(Item::tagOf(hash));
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   item->setChainNext(bucketLink(b).load());
   bucketLink(b).store(ref.raw());
@@ -133,7 +210,7 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
 CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& owned, bool* pinned) {
   owned = false;
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     const CompressedRef cur(link.load());
     Item* it = table_.item(cur);
@@ -151,7 +228,7 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
 
 bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(link.load()));
     if (link.load() == ref.raw()) {
@@ -171,7 +248,7 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
   // The mover pins its copy, which nothing has published yet.
   TC_DCHECK(isUnpublishedAndPinned(newItem->state.load(std::memory_order_relaxed)));
   const uint64_t b = bucketOf(hash);
-  std::lock_guard<SpinLock> g(lockFor(b));
+  std::lock_guard<SeqSpinLock> g(lockFor(b));
   for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
     Item* it = table_.item(CompressedRef(link.load()));
     if (link.load() == oldRef.raw()) {
@@ -182,6 +259,7 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
       commitIfDurable(newItem, newRef);
       invalidateIfDurable(it, oldRef);
       newItem->setChainNext(it->chainNext());
+      newItem->setIndexTag(Item::tagOf(hash));
       newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
       link.store(newRef.raw());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
@@ -192,13 +270,12 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
   return false;
 }
 
-// The chain head is read without the stripe lock: a stale or changing ref
-// only makes the prefetch useless (prefetching any address is harmless), so
-// the race is benign and hidden from TSan. A 40-bit ref is two loads, so a
-// racing store can tear it into a slab id past the table: that one is
-// skipped, since resolving it would read past the slab table.
-__attribute__((no_sanitize("thread"))) void AccessIndex::prefetchChainHead(uint64_t hash) const {
-  const uint64_t head = bucketLink(bucketOf(hash)).loadRacy();
+// The chain head is read without the stripe lock and without a check: a
+// stale or torn ref only makes the prefetch useless (prefetching any
+// address is harmless). A torn ref may name a slab id past the table: that
+// one is skipped, since resolving it would read past the slab table.
+void AccessIndex::prefetchChainHead(uint64_t hash) const {
+  const uint64_t head = bucketLink(bucketOf(hash)).load();
   if (head == CompressedRef::kNull) return;
   if (CompressedRef(head).slab(table_.slotBits()) >= table_.slabCount()) return;
   // Header and key, and the value's first bytes, span two lines for most slots.
@@ -211,7 +288,7 @@ size_t AccessIndex::pinLive(uint64_t begin, uint64_t end, const LiveCheck& live,
                             std::vector<std::pair<CompressedRef, Item*>>& out) {
   size_t seen = 0;
   for (uint64_t b = begin; b < end && b <= mask_; ++b) {
-    std::lock_guard<SpinLock> g(lockFor(b));
+    std::lock_guard<SeqSpinLock> g(lockFor(b));
     for (uint64_t r = bucketLink(b).load(); r != CompressedRef::kNull;) {
       Item* it = table_.item(CompressedRef(r));
       ++seen;
@@ -226,7 +303,7 @@ size_t AccessIndex::unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& li
                                std::vector<std::pair<CompressedRef, Item*>>& out) {
   size_t seen = 0;
   for (uint64_t b = begin; b < end && b <= mask_; ++b) {
-    std::lock_guard<SpinLock> g(lockFor(b));
+    std::lock_guard<SeqSpinLock> g(lockFor(b));
     for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
       const CompressedRef cur(link.load());
       Item* it = table_.item(cur);
@@ -249,7 +326,7 @@ uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
   uint64_t entries = 0;
   std::unordered_set<uint64_t> seen;
   for (uint64_t b = 0; b <= mask_; ++b) {
-    std::lock_guard<SpinLock> g(lockFor(b));
+    std::lock_guard<SeqSpinLock> g(lockFor(b));
     std::unordered_set<std::string_view> keys;
     for (uint64_t r = bucketLink(b).load(); r != CompressedRef::kNull;) {
       const Item* it = table_.item(CompressedRef(r));
@@ -259,7 +336,9 @@ uint64_t AccessIndex::check(HashFn hash, std::string& out) const {
         return entries;
       }
       if (!(it->state.load(std::memory_order_relaxed) & Item::kAccessible)) out += "index: linked item not published\n";
-      if (bucketOf(hash(it->key())) != b) out += "index: item in the wrong bucket\n";
+      const uint64_t h = hash(it->key());
+      if (bucketOf(h) != b) out += "index: item in the wrong bucket\n";
+      if (it->indexTag() != Item::tagOf(h)) out += "index: linked item has a wrong tag\n";
       if (!keys.insert(it->key()).second) out += "index: key linked twice\n";
       r = it->chainNext();
     }

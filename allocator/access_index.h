@@ -3,17 +3,30 @@
 // 2^bucketPower buckets of one 40-bit CompressedRef each, packed in 5
 // bytes; chains run through the items' chain links (Item::chainLink), so the
 // index costs 5 bytes per bucket and nothing per item beyond the header.
-// Buckets are guarded by 2^lockPower striped spin locks (stripe = bucket mod stripes, so one lock covers a whole
-// chain). Keys are always compared in full: two keys with equal hashes are
-// just two entries of one chain.
+// Buckets are guarded by 2^lockPower striped sequence locks (SeqSpinLock;
+// stripe = bucket mod stripes, so one lock covers a whole chain). Keys are
+// always compared in full: two keys with equal hashes are just two entries
+// of one chain.
 //
 // Invariant: an item is in a chain iff its kAccessible bit is set; both
-// change together under the stripe lock. Items in a chain are never freed
-// (freeing requires !kAccessible), so a walker holding the stripe lock may
-// read any chained item.
+// change together under the stripe lock, and a chained item carries its
+// key's index tag (Item::tagOf). Items in a chain are never freed (freeing
+// requires !kAccessible), so a walker holding the stripe lock may read any
+// chained item.
+//
+// Lookups (acquire) take no lock: they walk the chain with atomic loads,
+// check after every step that the stripe's sequence number has not moved
+// (so every ref they follow was a chain member), pin the item whose tag
+// matches with a CAS that needs it published, and keep the pin if the
+// number still has not moved and the key matches. Anything else (a writer
+// came, a claimed item, a tag collision, a thread without a reader slot)
+// looks again under the lock. Every bucket and chain store is atomic
+// (RefLink). A slot a lookup may still read is never cut for another class
+// size while the lookup runs (IndexReaders, waitForReaders).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +36,7 @@
 #include "compressed_ref.h"
 #include "dcheck.h"
 #include "expiry.h"
+#include "index_readers.h"
 #include "item.h"
 #include "slab_allocator.h"
 #include "spin_lock.h"
@@ -74,8 +88,14 @@ class AccessIndex {
  public:
   using HashFn = uint64_t (*)(std::string_view);
 
-  AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table,
-              ItemPersistence* persistence = nullptr);
+  // What a lookup that pinned an item it then gives up does when its unpin
+  // leaves it the owner (Item::releaseRef): the item was unlinked meanwhile
+  // and nobody else holds it. Empty: the slot's class frees it
+  // (AllocationClass::freeOwned), as Cache::release does.
+  using FreeOwned = std::function<void(CompressedRef)>;
+
+  AccessIndex(uint32_t bucketPower, uint32_t lockPower, const SlabTable& table, ItemPersistence* persistence = nullptr,
+              FreeOwned freeOwned = {});
   ~AccessIndex();
   AccessIndex(const AccessIndex&) = delete;
   AccessIndex& operator=(const AccessIndex&) = delete;
@@ -89,8 +109,12 @@ class AccessIndex {
 
   // Finds key and pins it (Item::tryAcquire). Null ref when absent or
   // when the item is being evicted; then *saturated (if given) tells
-  // whether the key was present with a refcount that cannot grow.
+  // whether the key was present with a refcount that cannot grow. Takes no
+  // lock unless a writer holds the stripe (see the top). A found key that
+  // is not its chain's head moves there one time in kMoveToFrontEvery (a
+  // try-lock; never waits).
   CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated = nullptr);
+  static constexpr uint32_t kMoveToFrontEvery = 8;
   // Publishes item (held by the caller) under its key. Returns the item it
   // replaced, or null; ownedOld tells whether the caller must free it.
   CompressedRef insertOrReplace(CompressedRef ref, Item* item, uint64_t hash, bool& ownedOld);
@@ -102,16 +126,17 @@ class AccessIndex {
   // moves it, claims it (Item::tryMarkExclusive) under the stripe lock, lets
   // write(item, ref) rewrite its value and metadata (and do the policy's
   // access update, which must not block), ends the claim (Item::endRewrite)
-  // and returns ref; the item is left unpinned. Readers take the stripe lock
-  // to pin, so none sees the item half written; movers and evictors claim
-  // it by a CAS that fails while it is claimed. Otherwise changes nothing
+  // and returns ref; the item is left unpinned. No reader sees the item half
+  // written: a reader's pin (a CAS, lock-free or not) fails while it is
+  // claimed, and a pin taken before makes the claim fail; movers and
+  // evictors claim it by a CAS that fails while it is claimed. Otherwise changes nothing
   // and returns null (absent, or the caller publishes a new item instead).
   // Everything after write()'s stores is plain stores (the claim's end, the
   // unlock), so the value's store misses drain while the caller goes on.
   template <class Fits, class Write>
   CompressedRef rewriteInPlace(std::string_view key, uint64_t hash, Fits&& fits, Write&& write) {
     const uint64_t b = bucketOf(hash);
-    std::lock_guard<SpinLock> g(lockFor(b));
+    std::lock_guard<SeqSpinLock> g(lockFor(b));
     for (RefLink link = bucketLink(b); link.load() != CompressedRef::kNull;) {
       const CompressedRef ref(link.load());
       Item* it = table_.item(ref);
@@ -138,8 +163,8 @@ class AccessIndex {
   // under the stripe lock, so a reader sees one or the other, never neither.
   bool replaceExact(CompressedRef oldRef, CompressedRef newRef, Item* newItem, uint64_t hash);
 
-  // Batched lookups: prefetch the bucket slot, then (a racy read, only a
-  // hint) the first item of its chain.
+  // Batched lookups: prefetch the bucket slot, then (an unchecked read,
+  // only a hint) the first item of its chain.
   void prefetchBucket(uint64_t hash) const { __builtin_prefetch(buckets_ + kBucketBytes * bucketOf(hash)); }
   void prefetchChainHead(uint64_t hash) const;
   // Walks buckets [begin, end): pins every live item (for iteration), or
@@ -155,19 +180,37 @@ class AccessIndex {
   static constexpr size_t kBucketBytes = CompressedRef::kStoredBytes;
   uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t metadataBytes() const;
+  // Grace period: returns once every lookup in flight when it was called
+  // has ended. Called with every item of a slab unlinked, before the slab
+  // is cut for another class size (see IndexReaders).
+  void waitForReaders() const { readers_.waitForReaders(); }
+  // Lookups in flight now (racy: tests).
+  size_t openReadSections() const { return readers_.openSections(); }
   // Quiescent check: every chained item is published, hashes to its
-  // bucket, and appears once. Returns the number of entries.
+  // bucket, carries its key's tag, and appears once. Returns the number of
+  // entries.
   uint64_t check(HashFn hash, std::string& out) const;
 
  private:
   struct alignas(64) Stripe {
-    SpinLock lock;
+    SeqSpinLock lock;
   };
+  enum class Lookup { kHit, kMiss, kRetry };
+  // The lock-free lookup (see the top); kRetry: look under the lock.
+  Lookup acquireLockFree(std::string_view key, uint64_t hash, Item*& item, CompressedRef& found);
+  CompressedRef acquireLocked(std::string_view key, uint64_t hash, Item*& item, bool* saturated);
+  // Moves ref to the head of bucket b's chain if the stripe lock is free.
+  void toFrontIfFree(uint64_t b, CompressedRef ref);
+  // Drops a pin this index took and gave up; frees the item if that made
+  // this thread its owner.
+  void unpin(CompressedRef ref, Item* it) {
+    if (it->releaseRef()) freeOwned_(ref);
+  }
   uint64_t bucketOf(uint64_t hash) const { return hash & mask_; }
   RefLink bucketLink(uint64_t b) const { return RefLink(buckets_ + kBucketBytes * b); }
   // Every stripe lock is taken through here: check the lock order (no
   // stripe lock under a class lock; see dcheck.h).
-  SpinLock& lockFor(uint64_t bucket) const {
+  SeqSpinLock& lockFor(uint64_t bucket) const {
     TC_DCHECK(dcheck::classLocksHeldByThisThread() == 0);
     return stripes_[bucket & stripeMask_].lock;
   }
@@ -197,6 +240,8 @@ class AccessIndex {
   unsigned char* buckets_;  // huge-page mapping of bucketCount() packed 5-byte refs
 
   std::unique_ptr<Stripe[]> stripes_;
+  const FreeOwned freeOwned_;
+  IndexReaders readers_;
 };
 
 }  // namespace tiercache

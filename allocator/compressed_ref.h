@@ -19,8 +19,9 @@
 // The 40 bits are eviction/'s RefWord, so policies hold the same value.
 #pragma once
 
+#include <atomic>
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 #include "../eviction/eviction_policy.h"
 
@@ -53,8 +54,12 @@ class CompressedRef {
 };
 
 // Where one ref is stored: its low 32 bits and its high byte, which may lie
-// apart (an item's chain link) or together (a packed index bucket). Any
-// alignment: loads and stores go through memcpy, one move each on x86.
+// apart (an item's chain link) or together (a packed index bucket), at any
+// alignment. Index chains are read without a lock (AccessIndex::acquire
+// validates what it read by the stripe's sequence number), so every load
+// and store is atomic, byte by byte (an unaligned word cannot be): release
+// stores and acquire loads, plain moves on x86. A load that races a store
+// may return a torn value; lock-free readers check before they use it.
 class RefLink {
  public:
   RefLink(void* lo, void* hi) : lo_(static_cast<unsigned char*>(lo)), hi_(static_cast<unsigned char*>(hi)) {}
@@ -62,30 +67,29 @@ class RefLink {
   explicit RefLink(unsigned char* packed) : lo_(packed), hi_(packed + 4) {}
 
   uint64_t load() const {
-    uint32_t lo;
-    std::memcpy(&lo, lo_, sizeof lo);
-    return lo | (uint64_t{*hi_} << 32);
+    uint64_t v = uint64_t{loadByte(hi_)} << 32;
+    for (int i = 0; i < 4; ++i) v |= uint64_t{loadByte(lo_ + i)} << (8 * i);
+    return v;
   }
   void store(uint64_t raw) const {
-    const uint32_t lo = static_cast<uint32_t>(raw);
-    std::memcpy(lo_, &lo, sizeof lo);
-    *hi_ = static_cast<unsigned char>(raw >> 32);
-  }
-  // load() for a reader that holds no lock and tolerates a torn value (a
-  // prefetch): byte loads the race detector does not see, since a call of
-  // load() would be instrumented even from an uninstrumented caller.
-  __attribute__((no_sanitize("thread"))) uint64_t loadRacy() const {
-    const volatile unsigned char* lo = lo_;
-    uint64_t v = uint64_t{*static_cast<const volatile unsigned char*>(hi_)} << 32;
-    for (int i = 3; i >= 0; --i) v |= uint64_t{lo[i]} << (8 * i);
-    return v;
+    for (int i = 0; i < 4; ++i) storeByte(lo_ + i, static_cast<unsigned char>(raw >> (8 * i)));
+    storeByte(hi_, static_cast<unsigned char>(raw >> 32));
   }
   bool sameAs(const RefLink& o) const { return lo_ == o.lo_; }
 
  private:
+  static unsigned char loadByte(unsigned char* p) {
+    return std::atomic_ref<unsigned char>(*p).load(std::memory_order_acquire);
+  }
+  static void storeByte(unsigned char* p, unsigned char v) {
+    std::atomic_ref<unsigned char>(*p).store(v, std::memory_order_release);
+  }
+
   unsigned char* lo_;
   unsigned char* hi_;
 };
+// The low word is kept in the byte order of a uint32_t (Item::hashNext).
+static_assert(std::endian::native == std::endian::little);
 
 static_assert(CompressedRef::kNull == kNullRefWord, "policies and the allocator agree on the null ref");
 

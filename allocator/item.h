@@ -6,7 +6,8 @@
 //   4  hashNext  low 32 bits of the next item's CompressedRef in the index
 //                bucket (stripe lock); its high byte is hook.ownerBytes[0]
 //   8  hook      EvictionHook: prev, next (40-bit refs), meta (16 bytes,
-//                owned by the policy but for ownerBytes)
+//                owned by the policy but for ownerBytes); ownerBytes[1] is
+//                the index tag, 8 bits of the key's hash (set at publish)
 //  24  sizes     key length (8 bits) | value length (24 bits)
 //  28  checksum  commit mark of the persistent tier (0 in volatile tiers)
 //  32  expiry    deadline in seconds on the cache's expiry clock; 0 = never
@@ -89,9 +90,20 @@ class Item {
 
   // The next item in the index bucket (or in the class free list), as a
   // 40-bit raw CompressedRef: hashNext and the hook's first owner byte.
+  // Atomic (RefLink): lock-free index readers read it.
   RefLink chainLink() { return RefLink(&hashNext, &hook.ownerBytes[0]); }
-  uint64_t chainNext() const { return hashNext | (uint64_t{hook.ownerBytes[0]} << 32); }
+  uint64_t chainNext() const { return const_cast<Item*>(this)->chainLink().load(); }
   void setChainNext(uint64_t raw) { chainLink().store(raw); }
+
+  // The index tag: 8 bits of the key's hash that the index stores when it
+  // publishes the item, so that a lock-free lookup passes an item of
+  // another key without pinning it (and reading its key) 255 times in 256.
+  // A relaxed atomic byte: a lookup may read it in a slot being reused.
+  static uint8_t tagOf(uint64_t hash) { return static_cast<uint8_t>(hash >> 56); }
+  uint8_t indexTag() const {
+    return std::atomic_ref<uint8_t>(const_cast<uint8_t&>(hook.ownerBytes[1])).load(std::memory_order_relaxed);
+  }
+  void setIndexTag(uint8_t tag) { std::atomic_ref<uint8_t>(hook.ownerBytes[1]).store(tag, std::memory_order_relaxed); }
 
   // Prepares a slot owned by the caller as a new item with one reference.
   void init(std::string_view key, uint32_t valueSize) {
@@ -162,6 +174,19 @@ class Item {
     uint32_t s = state.load(std::memory_order_relaxed);
     do {
       if ((s & (kExclusive | kFreeSlot)) || (s & kRefMask) == kRefMask) return false;
+    } while (!state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed));
+    return true;
+  }
+
+  // tryAcquire for a lock-free lookup, which may hold a ref to an item
+  // unlinked and reused since: pins only a published item, so a stale
+  // lookup never pins an item its allocator still fills (whose only
+  // reference its WriteHandle holds: Cache::discardUnpublished). Failing
+  // says nothing; the caller looks again under the stripe lock.
+  bool tryAcquirePublished() {
+    uint32_t s = state.load(std::memory_order_relaxed);
+    do {
+      if ((s & (kAccessible | kExclusive | kFreeSlot)) != kAccessible || (s & kRefMask) == kRefMask) return false;
     } while (!state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed));
     return true;
   }

@@ -487,6 +487,10 @@ uint32_t Movers::emptySlabOf(AllocationClass& donor) {
   const uint32_t slab = donor.releaseSlab(claimed);
   if (slab == AllocationClass::kNoSlab) return slab;
   evictClaimed(donor, claimed);
+  // Every item of the slab is unlinked now; a lock-free lookup that read
+  // one of their refs earlier may still read its header or pin it. The
+  // caller cuts the slab anew (or discards it) only after those ended.
+  index_.waitForReaders();
   donor.counters().slabs_lost.fetch_add(1, std::memory_order_relaxed);
   return slab;
 }

@@ -1,9 +1,23 @@
-// SpinLock: a 1-byte test-and-test-and-set lock for the index stripes,
-// whose critical sections are a few loads. Yields after a short spin, so a
-// preempted holder does not burn the other core (this runs on 2-core hosts).
+// SeqSpinLock: the index stripes' lock, a 32-bit sequence number that is
+// odd while a writer holds it. Writers lock and unlock it as a
+// test-and-test-and-set spin lock (critical sections are a few loads and
+// stores); each hold moves the number on by two. Readers take no lock: they
+// note the number (readBegin), read what the lock guards with acquire
+// loads, and keep what they read only if the number is still the same
+// (unchangedSince): then no writer held the lock meanwhile. So a reader
+// writes nothing, and the lock's line stays shared between the cores that
+// read under it.
+//
+// Invariant: the number is odd exactly while a writer holds the lock; only
+// the holder changes it. Writers' stores to guarded data are release
+// stores (or atomic stores after the lock's acquire), so a reader that
+// reads one of them reads the odd number, or a later one, afterwards.
+// Spins, then yields, so a preempted holder does not burn the other core
+// (this runs on 2-core hosts).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,27 +26,40 @@
 
 namespace tiercache {
 
-class SpinLock {
+class SeqSpinLock {
  public:
   void lock() {
     for (int spins = 0;; ++spins) {
-      if (!flag_.exchange(true, std::memory_order_acquire)) return;
-      while (flag_.load(std::memory_order_relaxed)) {
-        if (++spins < 64) {
+      uint32_t v = seq_.load(std::memory_order_relaxed);
+      if (!(v & 1) && seq_.compare_exchange_weak(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+        return;
+      }
+      if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
-          _mm_pause();
+        _mm_pause();
 #endif
-        } else {
-          std::this_thread::yield();
-        }
+      } else {
+        std::this_thread::yield();
       }
     }
   }
-  bool try_lock() { return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire); }
-  void unlock() { flag_.store(false, std::memory_order_release); }
+  bool try_lock() {
+    uint32_t v = seq_.load(std::memory_order_relaxed);
+    return !(v & 1) && seq_.compare_exchange_strong(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  void unlock() { seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+  // Reader: the number now; odd means a writer holds the lock (read under
+  // it instead). Sequentially consistent, so that a grace period
+  // (IndexReaders::waitForReaders) that starts after a writer's unlock sees
+  // this reader's section, or this load sees that unlock.
+  uint32_t readBegin() const { return seq_.load(std::memory_order_seq_cst); }
+  // Reader: no writer held the lock since readBegin returned v. Ordered
+  // after the reader's earlier acquire loads (and locked instructions).
+  bool unchangedSince(uint32_t v) const { return seq_.load(std::memory_order_relaxed) == v; }
 
  private:
-  std::atomic<bool> flag_{false};
+  std::atomic<uint32_t> seq_{0};
 };
 
 }  // namespace tiercache

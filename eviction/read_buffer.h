@@ -31,6 +31,7 @@
 #include <memory>
 
 #include "../common/dcheck.h"
+#include "../common/thread_slot.h"
 
 namespace tiercache {
 
@@ -38,7 +39,7 @@ class ReadBuffer {
  public:
   static constexpr size_t kStripes = 16;
   static constexpr size_t kCapacity = 32;  // entries per stripe (a power of two)
-  static constexpr size_t kNoStripe = ~size_t{0};
+  static constexpr size_t kNoStripe = ThreadSlot<ReadBuffer, kStripes>::kNone;
 
   ReadBuffer() = default;
   ~ReadBuffer();
@@ -84,7 +85,7 @@ class ReadBuffer {
 
   // This thread's stripe index, the same in every ReadBuffer (kNoStripe
   // when kStripes other threads hold one).
-  static size_t threadStripe();
+  static size_t threadStripe() { return ThreadSlot<ReadBuffer, kStripes>::index(); }
 
  private:
   struct alignas(64) Stripe {
