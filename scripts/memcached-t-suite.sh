@@ -101,7 +101,9 @@ cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%sMiB" % dram},
                 {"name": "pmem", "kind": "pmem-file", "size": "%sMiB" % (2 * int(dram)), "path": "/dev/shm"}]
 cfg["index"]["bucket_power"] = 16
 cfg["server"].update({"max_item_size": int(item_max), "threads": int(threads), "listen": listen,
-                      "idle_timeout": 0, "flush_all_enabled": flush == "true"})
+                      "idle_timeout": 0, "flush_all_enabled": flush == "true",
+                      # memcached-debug's debugtime, which t/expirations.t moves the clock with
+                      "debug_commands": True})
 json.dump(cfg, open(out, "w"))
 PY
 exec "$server" --config "$cfg" -p "$port"

@@ -8,7 +8,6 @@
 namespace tiercache::server {
 
 using std::chrono::seconds;
-using std::chrono::system_clock;
 
 namespace {
 
@@ -48,7 +47,7 @@ ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
 int64_t ttlLeft(const ReadHandle& h) {
   auto at = h.expiresAt();
   if (!at) return -1;
-  auto left = std::chrono::floor<seconds>(*at - system_clock::now()).count();
+  auto left = std::chrono::floor<seconds>(*at - serverNow()).count();
   return left < 0 ? 0 : left;
 }
 
@@ -63,6 +62,11 @@ void replyError(ReplySink& out, const Request& r, std::string_view line) {
 }
 
 }  // namespace
+
+ServerClock& serverClock() {
+  static ServerClock clock;
+  return clock;
+}
 
 std::optional<seconds> ttlFromExptime(int64_t exptime, int64_t now) {
   if (exptime == 0) return seconds(0);
@@ -131,6 +135,13 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kStats:
       stats(r, out, c);
       return Next::kContinue;
+    case Command::kDebugTime:
+      // memcached-debug's clock shift, for tests that wait out TTLs; an
+      // unknown command unless server.debug_commands is on.
+      if (!config_.debug_commands) break;
+      serverClock().shiftSeconds.fetch_add(r.exptime, std::memory_order_relaxed);
+      out.add("OK\r\n");
+      return Next::kContinue;
     case Command::kCacheMemlimit: memlimit(r, out); return Next::kContinue;
     case Command::kSlabsAutomove:
       // Accepted for memcached's clients and tools; tiercache moves slabs by
@@ -179,7 +190,16 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
       many.clear();
       for (std::string_view k : batch) {
         c.add(c.cmd_touch);
-        bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
+        if (!ttl) {
+          // A deadline already past: memcached still answers with the value,
+          // which is gone from then on.
+          ReadHandle h = cache_.find(k);
+          if (h) cache_.remove(k);
+          c.add(h ? c.touch_hits : c.touch_misses);
+          many.push_back(std::move(h));
+          continue;
+        }
+        bool ok = touchKey(cache_, k, *ttl);
         c.add(ok ? c.touch_hits : c.touch_misses);
         many.push_back(ok ? cache_.find(k) : ReadHandle());
       }

@@ -144,8 +144,25 @@ inline void addSigned(std::string& s, int64_t v) {
   auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   s.append(buf, p);
 }
+// The server's clock: the wall clock, moved ahead by `debugtime` (only
+// accepted with server.debug_commands, as memcached-debug's). With
+// debug_commands the clock also ticks in whole seconds, as memcached's does,
+// so that moving it by an item's TTL expires the item (a sub-second clock
+// keeps it up to a second longer, as tiercache rounds deadlines up). The
+// cache reads the same clock then (tools/tiercache_server.cc passes
+// serverNow as its expiry clock).
+struct ServerClock {
+  std::atomic<int64_t> shiftSeconds{0};
+  std::atomic<bool> wholeSeconds{false};
+};
+ServerClock& serverClock();
+inline std::chrono::system_clock::time_point serverNow() {
+  const ServerClock& c = serverClock();
+  const auto t = std::chrono::system_clock::now() + std::chrono::seconds(c.shiftSeconds.load(std::memory_order_relaxed));
+  return c.wholeSeconds.load(std::memory_order_relaxed) ? std::chrono::floor<std::chrono::seconds>(t) : t;
+}
 inline int64_t nowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(serverNow().time_since_epoch()).count();
 }
 
 // memcached's expiry rule: 0 = never; negative = already expired; up to 30

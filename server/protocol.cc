@@ -51,7 +51,7 @@ struct CommandName {
 };
 constexpr uint8_t kAny = 0;
 
-constexpr std::array<CommandName, 26> kCommands = {{
+constexpr std::array<CommandName, 27> kCommands = {{
     {"get", Command::kGet, 2, kAny, false},
     {"gets", Command::kGets, 2, kAny, false},
     {"gat", Command::kGat, 2, kAny, false},
@@ -78,6 +78,7 @@ constexpr std::array<CommandName, 26> kCommands = {{
     {"mn", Command::kMetaNoop, 1, kAny, false},
     {"cache_memlimit", Command::kCacheMemlimit, 2, 3, true},
     {"slabs", Command::kSlabsAutomove, 3, 4, true},
+    {"debugtime", Command::kDebugTime, 2, 2, false},
 }};
 
 // memcached's exptime: any whole number (it is compared, never added to a
@@ -355,6 +356,10 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
       r.noreply = t.size() == 4 && t[3] == "noreply";
       return {};
     }
+    case Command::kDebugTime:
+      // "debugtime <seconds>": how far to move the server's clock ahead.
+      if (!parseI64(t[1], r.exptime)) return error("ERROR");
+      return {};
     case Command::kStats: {
       // Everything after "stats" as one string: "slabs", "items", "tiers", "reset", ...
       const size_t at = line.find("stats") + 5;

@@ -58,7 +58,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
-  kCacheMemlimit, kSlabsAutomove,
+  kCacheMemlimit, kSlabsAutomove, kDebugTime,
 };
 // clang-format on
 
@@ -92,7 +92,7 @@ struct Request {
   Command command = Command::kVersion;
   std::vector<std::string_view> keys;  // get/gets/gat/gats: all; others: one
   uint32_t clientFlags = 0;  // storage
-  int64_t exptime = 0;       // storage, touch, gat, flush_all delay
+  int64_t exptime = 0;       // storage, touch, gat, flush_all delay, debugtime shift
   uint64_t valueBytes = 0;   // storage: bytes of the value that follow
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr

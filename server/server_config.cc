@@ -82,6 +82,12 @@ const config::Schema& schema() {
                .description = "Off: `flush_all` is refused with `CLIENT_ERROR flush_all not allowed` and nothing "
                               "is flushed, so no client can empty a shared cache (memcached's -F).",
                .field = SERVER_FIELD(c.flush_all_enabled)},
+              {.name = "debug_commands",
+               .type = Type::kBool,
+               .description = "Accept `debugtime <seconds>`, which moves the server's clock (and so every "
+                              "item's expiry) that many seconds ahead, as memcached-debug does for its tests. Off: "
+                              "`debugtime` is an unknown command (`ERROR`). For tests only.",
+               .field = SERVER_FIELD(c.debug_commands)},
           },
       .wholeFloats = true,  // the server always took 1e4 for a count
   };

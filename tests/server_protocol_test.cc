@@ -198,6 +198,18 @@ TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
   EXPECT_EQ(ttlFromExptime(now - 1, now), std::nullopt);
 }
 
+TEST(ServerProtocol, DebugTimeTakesOneSignedNumber) {
+  Request r;
+  ASSERT_EQ(parse("debugtime 30", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kDebugTime);
+  EXPECT_EQ(r.exptime, 30);
+  ASSERT_EQ(parse("debugtime -5", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.exptime, -5);
+  EXPECT_EQ(parse("debugtime x", r).error, "ERROR");
+  EXPECT_EQ(parse("debugtime", r).error, "ERROR");
+  EXPECT_EQ(parse("debugtime 1 2", r).error, "ERROR");
+}
+
 TEST(ServerConfig, DefaultsAndParsedValues) {
   ServerConfig c = ServerConfig::fromJsonString(R"({"tiers": [], "server": {"port": 0, "max_item_size": "2MiB",
                                                   "listen": "::1", "threads": 2, "idle_timeout": 0,

@@ -146,6 +146,31 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"flush_all 0 noreply\r\nmn\r\n"), b"MN\r\n")
             self.assertEqual(request(s, b"get fa\r\n", b"END\r\n"), b"VALUE fa 0 2\r\nhi\r\nEND\r\n")
 
+    def test_gat_with_a_past_exptime_returns_the_value_once(self):
+        # memcached answers with the value, which is expired from then on (its t/expirations.t).
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"set gatpast 0 0 2\r\nhi\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"gat -1 gatpast\r\n", b"END\r\n"), b"VALUE gatpast 0 2\r\nhi\r\nEND\r\n")
+            self.assertEqual(request(s, b"get gatpast\r\n", b"END\r\n"), b"END\r\n")
+
+    def test_debugtime_only_with_debug_commands(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"debugtime 10\r\n"), b"ERROR\r\n")
+        # memcached-debug's clock shift: moving by the TTL expires the item, as there.
+        with Server(threads=1, debug_commands=True) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set dt 0 3 2\r\nhi\r\nset dt2 0 0 2\r\nho\r\n", b"STORED\r\nSTORED\r\n"),
+                             b"STORED\r\nSTORED\r\n")
+            self.assertEqual(request(s, b"debugtime 2\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"get dt\r\n", b"END\r\n"), b"VALUE dt 0 2\r\nhi\r\nEND\r\n")
+            self.assertEqual(request(s, b"debugtime 1\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"get dt\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"get dt2\r\n", b"END\r\n"), b"VALUE dt2 0 2\r\nho\r\nEND\r\n")
+            # An absolute exptime is read on the moved clock too.
+            at = int(time.time()) + 2
+            self.assertEqual(request(s, b"set dt3 0 %d 2\r\nhi\r\n" % at), b"STORED\r\n")
+            self.assertEqual(request(s, b"get dt3\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"debugtime x\r\n"), b"ERROR\r\n")
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
