@@ -65,6 +65,9 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("curr_items", cs.items);
     stat("total_items", cs.inserts);
     stat("evictions", cs.evictions + cs.background_evictions);
+    // memcached's "reclaimed": items found dead (expired or flushed) and
+    // their slots taken back, by a read, a write of the key or the reaper.
+    stat("reclaimed", cs.expired);
     stat("demotions", cs.demotions);
     stat("promotions", cs.promotions);
   } else if (r.statsArgs == "slabs") {

@@ -171,6 +171,15 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"get dt3\r\n", b"END\r\n"), b"END\r\n")
             self.assertEqual(request(s, b"debugtime x\r\n"), b"ERROR\r\n")
 
+    def test_reclaimed_counts_dead_items_taken_back(self):
+        # memcached's t/issue_183.t: a set over a flushed item reclaims it.
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
+            self.assertEqual(stat(server, "reclaimed"), 0)
+            self.assertEqual(request(s, b"flush_all\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
+            self.assertEqual(stat(server, "reclaimed"), 1)
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
