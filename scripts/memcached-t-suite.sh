@@ -91,14 +91,25 @@ while (( $# )); do
   esac
   shift
 done
-dram=$(( mem < 16 ? 16 : mem ))
 cfg=$(mktemp "$work/config.XXXXXX.json")
-python3 - "$source_dir/configs/server.json" "$cfg" "$dram" "$item_max" "$threads" "$listen" "$flush" <<'PY'
+python3 - "$source_dir/configs/server.json" "$cfg" "$mem" "$item_max" "$threads" "$listen" "$flush" <<'PY'
 import json, sys
-src, out, dram, item_max, threads, listen, flush = sys.argv[1:]
+src, out, mem, item_max, threads, listen, flush = sys.argv[1:]
+mem = int(mem)
 cfg = json.load(open(src))
-cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%sMiB" % dram},
-                {"name": "pmem", "kind": "pmem-file", "size": "%sMiB" % (2 * int(dram)), "path": "/dev/shm"}]
+if mem < 16:
+    # A test that wants memory pressure (t/issue_22.t: -m 3) gets memcached's
+    # shape: one DRAM tier of that size (a pmem-file tier takes 16 MiB at
+    # least), and evictions made by the store that needs the room, one item
+    # for one, rather than ahead of time by the background evictor.
+    cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%dMiB" % mem}]
+    cfg["background_eviction"]["enabled"] = False
+else:
+    cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%dMiB" % mem},
+                    {"name": "pmem", "kind": "pmem-file", "size": "%dMiB" % (2 * mem), "path": "/dev/shm"}]
+# memcached's slab classes (its -n 48 -f 1.25: 96, 120, 152, ... bytes), so
+# that the ids of stats slabs / stats items are the ones the tests name.
+cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
 cfg["index"]["bucket_power"] = 16
 cfg["server"].update({"max_item_size": int(item_max), "threads": int(threads), "listen": listen,
                       "idle_timeout": 0, "flush_all_enabled": flush == "true",

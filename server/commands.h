@@ -79,6 +79,13 @@ struct ServerState {
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
   std::atomic<uint32_t> verbosity{0};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
+  // `stats reset`: the counters as they were then; stats reports what
+  // changed since (memcached zeroes its counters; gauges such as curr_items
+  // are left alone). Under resetMutex.
+  std::mutex resetMutex;
+  std::optional<CacheStats> cacheAtReset;
+  std::vector<uint64_t> workersAtReset;  // one per TIERCACHE_SERVER_COUNTERS row
+  uint64_t totalConnectionsAtReset = 0, rejectedConnectionsAtReset = 0, listenDisabledAtReset = 0;
 };
 
 // Where a storage request's value is read to: straight into the item that
@@ -123,6 +130,11 @@ class CommandHandler {
   void stats(const Request& r, ReplySink& out, WorkerCounters& c);
   // "stats cachedump <class> <limit>" into s; false for bad arguments.
   bool cachedump(std::string_view args, const CacheStats& cs, std::string& s);
+  // The `stats slabs` / `stats items` id of a class: 1 + its index in the
+  // class ladder, plus one ladder per (tier, pool) before it, so that ids
+  // stay put as classes fill and tier 0's are memcached's slab class ids
+  // when the ladder is memcached's (allocation min_size 96, growth 1.25).
+  uint64_t classNumber(const ClassStats& k) const;
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);

@@ -180,6 +180,36 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
             self.assertEqual(stat(server, "reclaimed"), 1)
 
+    def test_stats_reset_zeroes_counters_not_gauges(self):
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
+                             b"STORED\r\nVALUE sr 0 1\r\n1\r\nEND\r\n")
+            self.assertEqual(stat(server, "get_hits"), 1)
+            self.assertEqual(request(s, b"stats reset\r\n"), b"RESET\r\n")
+            self.assertEqual(stat(server, "get_hits"), 0)
+            self.assertEqual(stat(server, "total_items"), 0)
+            self.assertEqual(stat(server, "curr_items"), 1)
+            request(s, b"get sr\r\n", b"END\r\n")
+            self.assertEqual(stat(server, "get_hits"), 1)
+
+    def test_slab_class_ids_follow_the_ladder(self):
+        # memcached's classes (96, 120, ... bytes, growth 1.25): a 10-byte value is in
+        # class 1, a 66560-byte one in class 31, whichever classes hold items (its
+        # t/issue_22.t and t/issue_163.t name them); ids used to count the non-empty classes.
+        cfg = base_config(threads=1)
+        cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
+        with Server(config=cfg) as server, server.connect() as s:
+            value = b"B" * 66560
+            self.assertEqual(request(s, b"set big 0 0 66560\r\n" + value + b"\r\nset small 0 0 10\r\n0123456789\r\n",
+                                     b"STORED\r\nSTORED\r\n"), b"STORED\r\nSTORED\r\n")
+            items = request(s, b"stats items\r\n", b"END\r\n").decode()
+            self.assertIn("STAT items:1:number 1\r\n", items)
+            self.assertIn("STAT items:31:number 1\r\n", items)
+            slabs = request(s, b"stats slabs\r\n", b"END\r\n").decode()
+            self.assertIn("STAT 1:chunk_size 96\r\n", slabs)
+            self.assertIn("STAT 31:chunk_size 82792\r\n", slabs)
+            self.assertIn(b"ITEM big [66560 b;", request(s, b"stats cachedump 31 0\r\n", b"END\r\n"))
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
