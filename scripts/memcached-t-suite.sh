@@ -75,7 +75,7 @@ source_dir="$here"
 work="$work"
 EOF
 cat >> "$work/memcached-debug" <<'EOF'
-port=11211 mem=64 item_max=1048576 threads=4 listen=127.0.0.1 flush=true
+port=11211 mem=64 item_max=1048576 threads=4 listen=127.0.0.1 flush=true reqs=0
 while (( $# )); do
   case $1 in
     -h) echo "tiercache-server under memcached's test names (no unix socket, no tls)"; exit 0 ;;
@@ -86,15 +86,16 @@ while (( $# )); do
     -I) v=$2; case $v in *k) item_max=$(( ${v%k} * 1024 )) ;; *m) item_max=$(( ${v%m} * 1048576 )) ;;
                             *) item_max=$v ;; esac; shift ;;
     -F) flush=false ;;
-    -U|-u|-o|-R|-c|-B|-f|-n|-e) shift ;;
+    -R) reqs=$2; shift ;;
+    -U|-u|-o|-c|-B|-f|-n|-e) shift ;;
     *) ;;
   esac
   shift
 done
 cfg=$(mktemp "$work/config.XXXXXX.json")
-python3 - "$source_dir/configs/server.json" "$cfg" "$mem" "$item_max" "$threads" "$listen" "$flush" <<'PY'
+python3 - "$source_dir/configs/server.json" "$cfg" "$mem" "$item_max" "$threads" "$listen" "$flush" "$reqs" <<'PY'
 import json, sys
-src, out, mem, item_max, threads, listen, flush = sys.argv[1:]
+src, out, mem, item_max, threads, listen, flush, reqs = sys.argv[1:]
 mem = int(mem)
 cfg = json.load(open(src))
 if mem < 16:
@@ -113,6 +114,7 @@ cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
 cfg["index"]["bucket_power"] = 16
 cfg["server"].update({"max_item_size": int(item_max), "threads": int(threads), "listen": listen,
                       "idle_timeout": 0, "flush_all_enabled": flush == "true",
+                      "reqs_per_event": int(reqs),
                       # memcached-debug's debugtime, which t/expirations.t moves the clock with
                       "debug_commands": True})
 json.dump(cfg, open(out, "w"))

@@ -62,6 +62,7 @@ struct WorkerCounters {
   X(store_too_large, "values refused as larger than max_item_size")                     \
   X(store_no_memory, "values the cache could not allocate")                             \
   X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
+  X(conn_yields, "times a connection gave way after server.reqs_per_event requests")     \
   X(bytes_read, "bytes read from clients")                                              \
   X(bytes_written, "bytes queued to clients")
 #define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};

@@ -210,6 +210,22 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertIn("STAT 31:chunk_size 82792\r\n", slabs)
             self.assertIn(b"ITEM big [66560 b;", request(s, b"stats cachedump 31 0\r\n", b"END\r\n"))
 
+    def test_reqs_per_event_gives_way_and_keeps_order(self):
+        # memcached -R (its t/issue_61.t): a pipeline past the limit is carried out over
+        # several turns of the worker's loop, counted in conn_yields, replies in order.
+        with Server(threads=1, reqs_per_event=1) as server:
+            with server.connect() as s:
+                batch = b"".join(b"set y%d 0 0 1\r\n%d\r\n" % (i, i % 10) for i in range(6))
+                self.assertEqual(request(s, batch + b"get y5\r\n", b"END\r\n"),
+                                 b"STORED\r\n" * 6 + b"VALUE y5 0 1\r\n5\r\nEND\r\n")
+            self.assertGreaterEqual(stat(server, "conn_yields"), 5)
+            with server.connect() as s:
+                # A client that shuts down its side right after a pipeline is still owed every reply.
+                s.sendall(b"".join(b"get y%d\r\n" % i for i in range(6)))
+                s.shutdown(socket.SHUT_WR)
+                reply = recv_until(s, b"VALUE y5 0 1\r\n5\r\nEND\r\n")
+                self.assertEqual(reply.count(b"END\r\n"), 6)
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
