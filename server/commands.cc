@@ -51,6 +51,15 @@ int64_t ttlLeft(const ReadHandle& h) {
   return left < 0 ? 0 : left;
 }
 
+// The key a request names in the cache: its token, or with a meta
+// command's b flag the bytes the token encodes in base64 (the parser
+// checked that it decodes). A reply's k flag echoes the token as sent.
+std::string_view cacheKey(const Request& r, std::string& buffer) {
+  if (!r.meta.has('b')) return r.keys[0];
+  decodeBase64(r.keys[0], buffer);
+  return buffer;
+}
+
 // A classic command's error line: memcached sends none for noreply.
 void replyError(ReplySink& out, const Request& r, std::string_view line) {
   if (r.command == Command::kMetaSet || r.command == Command::kMetaArithmetic) {
@@ -163,6 +172,10 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kMetaNoop:
       out.add("MN\r\n");
       return Next::kContinue;
+    case Command::kMetaDebug:
+      c.add(c.cmd_meta);
+      metaDebug(r, out);
+      return Next::kContinue;
     default:
       break;  // storage commands come through beginStore/finishStore
   }
@@ -253,9 +266,11 @@ bool replacesOnFailure(const Request& r) {
 }  // namespace
 
 bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   if (r.valueBytes > config_.max_item_size) {
     c.add(c.store_too_large);
-    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    if (replacesOnFailure(r)) cache_.remove(key);
     replyError(out, r, "SERVER_ERROR object too large for cache");
     return false;
   }
@@ -268,11 +283,11 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
   }
   // The value is read straight into the item that will hold it, which
   // carries its TTL and flags from the start.
-  value.item = cache_.allocate(r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
+  value.item = cache_.allocate(key, r.valueBytes, ttl.value_or(seconds(0)),
                                meta ? r.meta.clientFlags : r.clientFlags);
   if (!value.item) {
     c.add(c.store_no_memory);
-    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    if (replacesOnFailure(r)) cache_.remove(key);
     replyError(out, r, "SERVER_ERROR out of memory storing object");
     return false;
   }
@@ -281,7 +296,8 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c) {
   c.add(c.cmd_set);
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view data = value.view();
   const bool meta = r.command == Command::kMetaSet;
   const MetaFlags& m = r.meta;
@@ -415,16 +431,15 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k': line += " k"; line.append(r.keys[0]); break;
       case 'c':
-        if (result == Stored::kStored) {
-          if (newCas == 0) {
-            ReadHandle h = peekKey(cache_, key);
-            newCas = h ? casOf(h) : 0;
-          }
-          line += " c";
-          addNumber(line, newCas);
+        // The new item's token; 0 when nothing was stored, as memcached.
+        if (result == Stored::kStored && newCas == 0) {
+          ReadHandle h = peekKey(cache_, key);
+          newCas = h ? casOf(h) : 0;
         }
+        line += " c";
+        addNumber(line, result == Stored::kStored ? newCas : 0);
         break;
       default: break;
     }
@@ -505,7 +520,8 @@ void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   c.add(c.cmd_get);
   if (m.has('T')) {
     auto ttl = ttlFromExptime(m.ttl, nowUnix());
@@ -521,7 +537,7 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     line = "EN";
     for (uint8_t i = 0; i < m.orderCount; ++i) {
       if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-      if (m.order[i] == 'k') line += " k", line.append(key);
+      if (m.order[i] == 'k') line += " k", line.append(r.keys[0]);
     }
     line += "\r\n";
     out.add(line);
@@ -538,7 +554,7 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k': line += " k"; line.append(r.keys[0]); break;
       case 'c': line += " c"; addNumber(line, casOf(h)); break;
       case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
       case 's': line += " s"; addNumber(line, h.value().size()); break;
@@ -554,9 +570,38 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   }
 }
 
+void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
+  // "me <key>": one line about the item, without touching it (peek: no LRU
+  // bump, no promotion). memcached's own fields la, fetch, cls and size
+  // (item total) are not kept here; tiercache's are its flags, its value's
+  // bytes and the tier holding it.
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  ReadHandle h = peekKey(cache_, key);
+  if (!h) {
+    out.add("EN\r\n");
+    return;
+  }
+  std::string line = "ME ";
+  line.append(r.keys[0]);
+  line += " exp=";
+  addSigned(line, ttlLeft(h));
+  line += " cas=";
+  addNumber(line, casOf(h));
+  line += " flags=";
+  addNumber(line, flagsOf(h));
+  line += " value=";
+  addNumber(line, h.value().size());
+  line += " tier=";
+  addNumber(line, h.tier());
+  line += "\r\n";
+  out.add(line);
+}
+
 void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters& c) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   const char* code = "HD";
   if (m.has('C')) {
     ReadHandle h = peekKey(cache_, key);
@@ -576,7 +621,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
   std::string line = code;
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-    if (m.order[i] == 'k') line += " k", line.append(key);
+    if (m.order[i] == 'k') line += " k", line.append(r.keys[0]);
   }
   line += "\r\n";
   out.add(line);
@@ -584,7 +629,8 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   const bool incr = !(m.mode == 'D' || m.mode == 'd' || m.mode == '-');
   uint64_t v = 0, cas = 0;
   int64_t ttl = -1;
@@ -630,7 +676,7 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
         for (uint8_t i = 0; i < m.orderCount; ++i) {
           switch (m.order[i]) {
             case 'O': line += " O"; line.append(m.opaque); break;
-            case 'k': line += " k"; line.append(key); break;
+            case 'k': line += " k"; line.append(r.keys[0]); break;
             case 'c': line += " c"; addNumber(line, cas); break;
             case 't': line += " t"; addSigned(line, ttl); break;
             default: break;
@@ -646,7 +692,7 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k': line += " k"; line.append(r.keys[0]); break;
       case 'c': if (d == Delta::kOk) line += " c", addNumber(line, cas); break;
       case 't': if (d == Delta::kOk) line += " t", addSigned(line, ttl); break;
       default: break;

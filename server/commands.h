@@ -138,6 +138,7 @@ class CommandHandler {
   uint64_t classNumber(const ClassStats& k) const;
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaDebug(const Request& r, ReplySink& out);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
   void memlimit(const Request& r, ReplySink& out);
 

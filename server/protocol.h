@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -58,7 +59,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
-  kCacheMemlimit, kSlabsAutomove, kDebugTime,
+  kCacheMemlimit, kSlabsAutomove, kDebugTime, kMetaDebug,
 };
 // clang-format on
 
@@ -117,6 +118,12 @@ struct ParseOptions {
 };
 
 ParseResult parseLine(std::string_view line, Request& out, ParseOptions options = {});
+
+// Standard base64 (RFC 4648 alphabet, "=" padding required) into `out`;
+// false for anything else. Meta commands' `b` flag: the key token is the
+// base64 form of a binary key (parseLine checks that it decodes; the
+// command handler decodes it).
+bool decodeBase64(std::string_view in, std::string& out);
 
 // Number parsing as memcached does it (decimal, whole token, in range).
 bool parseU64(std::string_view s, uint64_t& out);

@@ -183,9 +183,42 @@ TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
   EXPECT_EQ(p.swallow, 5u);
   EXPECT_EQ(parse("ma key MX", r).error, "CLIENT_ERROR invalid mode for ma M token");
   EXPECT_EQ(parse("ma key Dx", r).error, "CLIENT_ERROR invalid numeric delta value");
-  p = parse("ms a2V5 2 b", r);
-  EXPECT_EQ(p.error, "CLIENT_ERROR base64 keys (b flag) are not supported");
+  ASSERT_EQ(parse("ms a2V5 2 b", r).status, ParseResult::kOk);
+  EXPECT_TRUE(r.meta.has('b'));
+  EXPECT_EQ(r.keys[0], "a2V5");  // decoded by the command handler
+  p = parse("ms a2V5= 2 b", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR error decoding key");
   EXPECT_EQ(p.swallow, 4u);
+  EXPECT_EQ(parse("mg a*V5 b v", r).error, "CLIENT_ERROR error decoding key");
+}
+
+TEST(ServerProtocol, Base64KeysDecode) {
+  std::string out;
+  ASSERT_TRUE(decodeBase64("44OG44K544OI", out));
+  EXPECT_EQ(out, "\xe3\x83\x86\xe3\x82\xb9\xe3\x83\x88");  // "tesuto" in katakana
+  ASSERT_TRUE(decodeBase64("a2V5", out));
+  EXPECT_EQ(out, "key");
+  ASSERT_TRUE(decodeBase64("a2U=", out));
+  EXPECT_EQ(out, "ke");
+  ASSERT_TRUE(decodeBase64("aw==", out));
+  EXPECT_EQ(out, "k");
+  ASSERT_TRUE(decodeBase64("AP8gCg==", out));
+  EXPECT_EQ(out, std::string("\x00\xff \n", 4));
+  EXPECT_FALSE(decodeBase64("a2V", out));    // not a multiple of 4
+  EXPECT_FALSE(decodeBase64("a=V5", out));   // padding inside
+  EXPECT_FALSE(decodeBase64("a2V5aw=a", out));
+  EXPECT_FALSE(decodeBase64("a2-5", out));
+}
+
+TEST(ServerProtocol, MetaDebugLine) {
+  Request r;
+  ASSERT_EQ(parse("me foo", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kMetaDebug);
+  EXPECT_EQ(r.keys[0], "foo");
+  ASSERT_EQ(parse("me a2V5 b", r).status, ParseResult::kOk);
+  EXPECT_TRUE(r.meta.has('b'));
+  EXPECT_EQ(parse("me", r).error, "ERROR");
+  EXPECT_EQ(parse("me foo x", r).error, "CLIENT_ERROR bad command line format");
 }
 
 TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {

@@ -226,6 +226,41 @@ class MemcachedSemantics(unittest.TestCase):
                 reply = recv_until(s, b"VALUE y5 0 1\r\n5\r\nEND\r\n")
                 self.assertEqual(reply.count(b"END\r\n"), 6)
 
+    def test_meta_base64_keys(self):
+        # The b flag (memcached's t/metaget.t): the token is the base64 form of the key;
+        # k echoes the token; a classic get of the token misses.
+        tesuto = b"44OG44K544OI"
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"ms " + tesuto + b" 2 b\r\npo\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg " + tesuto + b" v\r\n"), b"EN\r\n")
+            self.assertEqual(request(s, b"mg " + tesuto + b" b v k\r\n", b"po\r\n"),
+                             b"VA 2 k" + tesuto + b"\r\npo\r\n")
+            self.assertEqual(request(s, b"ma YmluY250 b N0 J5 v\r\n", b"5\r\n"), b"VA 1\r\n5\r\n")
+            self.assertEqual(request(s, b"get bincnt\r\n", b"END\r\n"), b"VALUE bincnt 0 1\r\n5\r\nEND\r\n")
+            self.assertEqual(request(s, b"md YmluY250 b q\r\nmn\r\n", b"MN\r\n"), b"MN\r\n")
+            self.assertEqual(request(s, b"get bincnt\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"mg a2V5= b v\r\n"), b"CLIENT_ERROR error decoding key\r\n")
+            self.assertEqual(request(s, b"ms a2V5= 2 b\r\nxx\r\nmn\r\n", b"MN\r\n"),
+                             b"CLIENT_ERROR error decoding key\r\nMN\r\n")
+
+    def test_meta_debug(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"set medbg 5 0 2\r\nhi\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"me nosuchkey\r\n"), b"EN\r\n")
+            cas = int(request(s, b"mg medbg c\r\n").split(b" c")[1])
+            self.assertEqual(request(s, b"me medbg\r\n"),
+                             b"ME medbg exp=-1 cas=%d flags=5 value=2 tier=0\r\n" % cas)
+            self.assertEqual(request(s, b"me bWVkYmc= b\r\n"),
+                             b"ME bWVkYmc= exp=-1 cas=%d flags=5 value=2 tier=0\r\n" % cas)
+
+    def test_ms_failure_returns_a_zero_cas(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"ms mscas 2\r\nbo\r\n"), b"HD\r\n")
+            cas = int(request(s, b"mg mscas c\r\n").split(b" c")[1])
+            self.assertEqual(request(s, b"ms mscas 2 c C%d\r\nio\r\n" % (cas + 10)), b"EX c0\r\n")
+            self.assertRegex(request(s, b"ms mscas 2 c C%d\r\nio\r\n" % cas), rb"^HD c\d+\r\n$")
+            self.assertEqual(request(s, b"ms mscas 2 c ME\r\nio\r\n"), b"NS c0\r\n")
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
