@@ -363,6 +363,21 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
       for (int i = 0; i < kCasRetries; ++i) {
         ReadHandle old = peekKey(cache_, key);
         if (!old) break;
+        if (mode == Mode::kCas && meta && m.has('I') && casIn < casOf(old)) {
+          // ms I with an older token (memcached's stale set): the value is
+          // stored all the same, marked stale, keeping the item's TTL and
+          // whether its win was handed out.
+          const uint64_t current = casOf(old);
+          const int64_t left = ttlLeft(old);
+          const LeaseMarks::Mark was = leases_.empty() ? LeaseMarks::Mark{} : leases_.get(key, current);
+          old.reset();
+          result = compareAndSwap(cache_, key, current, data, seconds(left < 0 ? 0 : std::max<int64_t>(left, 1)), flags);
+          if (result == Stored::kStored) {
+            ReadHandle now = peekKey(cache_, key);
+            if (now) leases_.set(key, casOf(now), LeaseMarks::Mark{.tokenSent = was.tokenSent, .stale = true});
+          }
+          break;
+        }
         const uint64_t token = mode == Mode::kCas ? casIn : casOf(old);
         old.reset();
         if (!ttl) {
@@ -530,6 +545,18 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     c.add(c.cmd_touch);
   }
   ReadHandle h = cache_.find(key);
+  bool created = false;
+  if (!h && m.has('N')) {
+    // Vivify on miss: an empty item with the N TTL, and this client wins
+    // the token to fill it (W); the next readers see Z until it is set.
+    auto ttl = ttlFromExptime(m.vivifyTtl, nowUnix());
+    if (ttl && cache_.add(key, std::string_view(), *ttl, 0)) {
+      h = cache_.find(key);
+      created = static_cast<bool>(h);
+    } else if (ttl) {
+      h = cache_.find(key);  // another client's, just made
+    }
+  }
   std::string line;
   if (!h) {
     c.add(c.get_misses);
@@ -543,7 +570,20 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     out.add(line);
     return;
   }
-  c.add(c.get_hits);
+  c.add(created ? c.get_misses : c.get_hits);
+  // Lease flags, as memcached decides them: Z when the win was handed out
+  // already, X when the item is stale (and then the first reader wins), W
+  // when this request wins (vivified, stale, or R: less TTL left than asked).
+  const uint64_t cas = casOf(h);
+  const LeaseMarks::Mark mark = created || leases_.empty() ? LeaseMarks::Mark{} : leases_.get(key, cas);
+  bool won = created;
+  if (m.has('R') && !created && !mark.tokenSent) {
+    const int64_t left = ttlLeft(h);
+    won = left >= 0 && left < m.recacheTtl;
+  }
+  if (mark.stale && !mark.tokenSent) won = true;
+  bool sent = mark.tokenSent;
+  if (won && !leases_.claimToken(key, cas)) won = false, sent = true;  // another reader won first
   const bool value = m.has('v');
   if (value) {
     line = "VA ";
@@ -562,6 +602,9 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       default: break;
     }
   }
+  if (sent) line += " Z";
+  if (mark.stale) line += " X";
+  if (won) line += " W";
   line += "\r\n";
   out.add(line);
   if (value) {
@@ -603,7 +646,37 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const char* code = "HD";
-  if (m.has('C')) {
+  if (m.has('I')) {
+    // Invalidate rather than delete: the item stays, marked stale, with a
+    // new CAS token (and the T TTL when given); the next reader wins the
+    // recache (see metaGet).
+    code = "NF";
+    for (int i = 0; i < kCasRetries; ++i) {
+      ReadHandle h = peekKey(cache_, key);
+      if (!h) break;
+      if (m.has('C') && casOf(h) != m.compareCas) {
+        code = "EX";
+        break;
+      }
+      const std::string copy(h.value());
+      const uint64_t token = casOf(h);
+      h.reset();
+      const Stored done = fromCas(cache_.updateValue(key, token, copy));  // a new token, same value
+      if (done == Stored::kExists && !m.has('C')) continue;                // rewritten meanwhile: again
+      if (done != Stored::kStored) {
+        code = done == Stored::kExists ? "EX" : "NF";
+        break;
+      }
+      if (m.has('T')) {
+        auto ttl = ttlFromExptime(m.ttl, nowUnix());
+        if (ttl) touchKey(cache_, key, *ttl);
+      }
+      ReadHandle now = peekKey(cache_, key);
+      if (now) leases_.set(key, casOf(now), LeaseMarks::Mark{.tokenSent = false, .stale = true});
+      code = "HD";
+      break;
+    }
+  } else if (m.has('C')) {
     ReadHandle h = peekKey(cache_, key);
     if (!h) code = "NF";
     else if (casOf(h) != m.compareCas) code = "EX";

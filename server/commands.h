@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../allocator/cache.h"
+#include "meta_leases.h"
 #include "protocol.h"
 #include "server_config.h"
 
@@ -143,6 +144,7 @@ class CommandHandler {
   void memlimit(const Request& r, ReplySink& out);
 
   Cache& cache_;
+  LeaseMarks leases_;  // mg's W/Z/X bits of the items a lease command touched
   const ServerConfig& config_;
   ServerState& state_;
 };

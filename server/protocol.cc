@@ -119,7 +119,10 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
   for (size_t i = first; i < t.size(); ++i) {
     const char f = t[i][0];
     const std::string_view v = t[i].substr(1);
-    if (!((f >= 'A' && f <= 'Z') || (f >= 'a' && f <= 'z'))) return error("CLIENT_ERROR invalid flag", swallow);
+    // The flags memcached 1.6 knows, whichever meta command they come with
+    // (it ignores those that mean nothing to the command); others are refused.
+    constexpr std::string_view kKnown = "bNTRlOPLkstcfvhuqFCMJDI";
+    if (kKnown.find(f) == std::string_view::npos) return error("CLIENT_ERROR invalid flag", swallow);
     const uint64_t bit = uint64_t{1} << (f - 'A');
     if (m.seen & bit) return error("CLIENT_ERROR duplicate flag", swallow);
     m.seen |= bit;
@@ -131,10 +134,11 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
         m.opaque = v;
         break;
       case 'T':
-      case 'N': {
+      case 'N':
+      case 'R': {
         int64_t s;
         if (!parseExptime(v, s)) return error("CLIENT_ERROR bad token in command line format", swallow);
-        (f == 'T' ? m.ttl : m.vivifyTtl) = s;
+        (f == 'T' ? m.ttl : f == 'N' ? m.vivifyTtl : m.recacheTtl) = s;
         break;
       }
       case 'F': {

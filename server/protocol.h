@@ -74,6 +74,7 @@ struct MetaFlags {
   std::string_view opaque;            // O
   int64_t ttl = 0;                    // T (ms, mg, ma, md)
   int64_t vivifyTtl = 0;              // N (ma, mg)
+  int64_t recacheTtl = 0;             // R (mg): win the recache when less TTL is left
   uint32_t clientFlags = 0;           // F (ms)
   uint64_t compareCas = 0;            // C
   uint64_t delta = 1;                 // D (ma)

@@ -9,6 +9,7 @@
 
 #include "allocator/cache_config.h"
 #include "server/commands.h"
+#include "server/meta_leases.h"
 #include "server/protocol.h"
 #include "server/server_config.h"
 
@@ -178,6 +179,10 @@ TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
   EXPECT_EQ(std::string(r.meta.order, r.meta.orderCount), "vOkTc");
   EXPECT_EQ(parse("mg key v v", r).error, "CLIENT_ERROR duplicate flag");
   EXPECT_EQ(parse("mg key 1", r).error, "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(parse("mg foo m o o o", r).error, "CLIENT_ERROR invalid flag");  // unknown before duplicate
+  EXPECT_EQ(parse("mg key R30 v", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.meta.recacheTtl, 30);
+  EXPECT_EQ(parse("mg key Rx", r).error, "CLIENT_ERROR bad token in command line format");
   ParseResult p = parse("ms key 3 MZ", r);
   EXPECT_EQ(p.error, "CLIENT_ERROR invalid mode for ms M token");
   EXPECT_EQ(p.swallow, 5u);
@@ -241,6 +246,29 @@ TEST(ServerProtocol, DebugTimeTakesOneSignedNumber) {
   EXPECT_EQ(parse("debugtime x", r).error, "ERROR");
   EXPECT_EQ(parse("debugtime", r).error, "ERROR");
   EXPECT_EQ(parse("debugtime 1 2", r).error, "ERROR");
+}
+
+TEST(ServerLeases, MarksBelongToOneVersionAndStayBounded) {
+  LeaseMarks marks;
+  EXPECT_TRUE(marks.empty());
+  EXPECT_TRUE(marks.claimToken("k", 7));   // the first reader wins
+  EXPECT_FALSE(marks.claimToken("k", 7));  // the next one does not
+  EXPECT_TRUE(marks.get("k", 7).tokenSent);
+  EXPECT_FALSE(marks.get("k", 8).tokenSent);  // a rewrite (new token) voids the mark...
+  EXPECT_TRUE(marks.empty());                 // ...which is dropped
+  marks.set("s", 3, LeaseMarks::Mark{.tokenSent = false, .stale = true});
+  EXPECT_TRUE(marks.get("s", 3).stale);
+  EXPECT_TRUE(marks.claimToken("s", 3));
+  EXPECT_TRUE(marks.get("s", 3).stale);
+  marks.set("s", 3, LeaseMarks::Mark{});
+  EXPECT_TRUE(marks.empty());
+  // Far more marked items than kept: the newest are there, memory stays bounded.
+  const size_t many = LeaseMarks::kShards * LeaseMarks::kPerShard * 3;
+  for (size_t i = 0; i < many; ++i) marks.claimToken("key" + std::to_string(i), i);
+  EXPECT_TRUE(marks.get("key" + std::to_string(many - 1), many - 1).tokenSent);
+  size_t kept = 0;
+  for (size_t i = 0; i < many; ++i) kept += marks.get("key" + std::to_string(i), i).tokenSent;
+  EXPECT_LE(kept, LeaseMarks::kShards * LeaseMarks::kPerShard);
 }
 
 TEST(ServerConfig, DefaultsAndParsedValues) {

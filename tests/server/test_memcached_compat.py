@@ -243,6 +243,48 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"ms a2V5= 2 b\r\nxx\r\nmn\r\n", b"MN\r\n"),
                              b"CLIENT_ERROR error decoding key\r\nMN\r\n")
 
+    def test_meta_leases(self):
+        # memcached's recache leases (its t/metaget.t): W = this client won the
+        # token, Z = the win was handed out already, X = the item is stale.
+        def flags(reply):
+            return reply.split(b"\r\n")[0].split(b" ")
+        with self.server.connect() as s:
+            first = flags(request(s, b"mg lease s c v N30 t\r\n", b"\r\n\r\n"))
+            self.assertEqual(first[:3], [b"VA", b"0", b"s0"])
+            self.assertIn(b"W", first)
+            self.assertNotIn(b"Z", first)
+            again = flags(request(s, b"mg lease s c v N30\r\n", b"\r\n\r\n"))
+            self.assertIn(b"Z", again)
+            self.assertNotIn(b"W", again)
+            cas = [f for f in first if f.startswith(b"c")][0][1:]
+            self.assertEqual(request(s, b"ms lease 2 C5000 T120\r\nnu\r\n"), b"EX\r\n")
+            self.assertEqual(request(s, b"ms lease 2 C" + cas + b" T120\r\nmu\r\n"), b"HD\r\n")
+            plain = flags(request(s, b"mg lease s v N30\r\n", b"mu\r\n"))
+            self.assertEqual(plain, [b"VA", b"2", b"s2"])
+            # R: less TTL left than the token asks wins once.
+            self.assertIn(b"W", flags(request(s, b"mg lease v R130\r\n", b"mu\r\n")))
+            later = flags(request(s, b"mg lease v R130\r\n", b"mu\r\n"))
+            self.assertIn(b"Z", later)
+            self.assertNotIn(b"W", later)
+            # md I: stale, a new token, the next reader wins; ms I with an older token
+            # stores the value still stale, keeping the TTL and the token sent.
+            self.assertEqual(request(s, b"set inv 0 0 3\r\nmoo\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"md inv I T30\r\n"), b"HD\r\n")
+            got = flags(request(s, b"mg inv t c v\r\n", b"moo\r\n"))
+            self.assertIn(b"X", got)
+            self.assertIn(b"W", got)
+            self.assertEqual(request(s, b"ms inv 1 T90 C0\r\nf\r\n"), b"EX\r\n")
+            self.assertEqual(request(s, b"ms inv 1 I T90 C1\r\nf\r\n"), b"HD\r\n")
+            got = flags(request(s, b"mg inv t c v\r\n", b"f\r\n"))
+            self.assertIn(b"X", got)
+            self.assertIn(b"Z", got)
+            self.assertNotIn(b"W", got)
+            self.assertLessEqual(int([f for f in got if f.startswith(b"t")][0][1:]), 30)
+            cas = [f for f in got if f.startswith(b"c")][0][1:]
+            self.assertEqual(request(s, b"ms inv 1 T90 C" + cas + b"\r\ng\r\n"), b"HD\r\n")
+            self.assertEqual(flags(request(s, b"mg inv v\r\n", b"g\r\n")), [b"VA", b"1"])
+            self.assertEqual(request(s, b"md nosuch I\r\n"), b"NF\r\n")
+
     def test_meta_debug(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set medbg 5 0 2\r\nhi\r\n"), b"STORED\r\n")
