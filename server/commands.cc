@@ -283,8 +283,7 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
   }
   // The value is read straight into the item that will hold it, which
   // carries its TTL and flags from the start.
-  value.item = cache_.allocate(key, r.valueBytes, ttl.value_or(seconds(0)),
-                               meta ? r.meta.clientFlags : r.clientFlags);
+  value.item = cache_.allocate(key, r.valueBytes, ttl.value_or(seconds(0)), meta ? r.meta.clientFlags : r.clientFlags);
   if (!value.item) {
     c.add(c.store_no_memory);
     if (replacesOnFailure(r)) cache_.remove(key);
@@ -298,6 +297,7 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   c.add(c.cmd_set);
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const std::string_view data = value.view();
   const bool meta = r.command == Command::kMetaSet;
   const MetaFlags& m = r.meta;
@@ -371,7 +371,8 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
           const int64_t left = ttlLeft(old);
           const LeaseMarks::Mark was = leases_.empty() ? LeaseMarks::Mark{} : leases_.get(key, current);
           old.reset();
-          result = compareAndSwap(cache_, key, current, data, seconds(left < 0 ? 0 : std::max<int64_t>(left, 1)), flags);
+          result =
+              compareAndSwap(cache_, key, current, data, seconds(left < 0 ? 0 : std::max<int64_t>(left, 1)), flags);
           if (result == Stored::kStored) {
             ReadHandle now = peekKey(cache_, key);
             if (now) leases_.set(key, casOf(now), LeaseMarks::Mark{.tokenSent = was.tokenSent, .stale = true});
@@ -446,7 +447,10 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(r.keys[0]); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c':
         // The new item's token; 0 when nothing was stored, as memcached.
         if (result == Stored::kStored && newCas == 0) {
@@ -537,6 +541,7 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   const MetaFlags& m = r.meta;
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   c.add(c.cmd_get);
   if (m.has('T')) {
     auto ttl = ttlFromExptime(m.ttl, nowUnix());
@@ -564,7 +569,7 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     line = "EN";
     for (uint8_t i = 0; i < m.orderCount; ++i) {
       if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-      if (m.order[i] == 'k') line += " k", line.append(r.keys[0]);
+      if (m.order[i] == 'k') line += " k", line.append(sentKey);
     }
     line += "\r\n";
     out.add(line);
@@ -594,7 +599,10 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(r.keys[0]); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c': line += " c"; addNumber(line, casOf(h)); break;
       case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
       case 's': line += " s"; addNumber(line, h.value().size()); break;
@@ -620,13 +628,14 @@ void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
   // bytes and the tier holding it.
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   ReadHandle h = peekKey(cache_, key);
   if (!h) {
     out.add("EN\r\n");
     return;
   }
   std::string line = "ME ";
-  line.append(r.keys[0]);
+  line.append(sentKey);
   line += " exp=";
   addSigned(line, ttlLeft(h));
   line += " cas=";
@@ -645,6 +654,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
   const MetaFlags& m = r.meta;
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const char* code = "HD";
   if (m.has('I')) {
     // Invalidate rather than delete: the item stays, marked stale, with a
@@ -662,7 +672,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
       const uint64_t token = casOf(h);
       h.reset();
       const Stored done = fromCas(cache_.updateValue(key, token, copy));  // a new token, same value
-      if (done == Stored::kExists && !m.has('C')) continue;                // rewritten meanwhile: again
+      if (done == Stored::kExists && !m.has('C')) continue;               // rewritten meanwhile: again
       if (done != Stored::kStored) {
         code = done == Stored::kExists ? "EX" : "NF";
         break;
@@ -694,7 +704,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
   std::string line = code;
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-    if (m.order[i] == 'k') line += " k", line.append(r.keys[0]);
+    if (m.order[i] == 'k') line += " k", line.append(sentKey);
   }
   line += "\r\n";
   out.add(line);
@@ -704,6 +714,7 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   const MetaFlags& m = r.meta;
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const bool incr = !(m.mode == 'D' || m.mode == 'd' || m.mode == '-');
   uint64_t v = 0, cas = 0;
   int64_t ttl = -1;
@@ -749,7 +760,10 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
         for (uint8_t i = 0; i < m.orderCount; ++i) {
           switch (m.order[i]) {
             case 'O': line += " O"; line.append(m.opaque); break;
-            case 'k': line += " k"; line.append(r.keys[0]); break;
+            case 'k':
+              line += " k";
+              line.append(sentKey);
+              break;
             case 'c': line += " c"; addNumber(line, cas); break;
             case 't': line += " t"; addSigned(line, ttl); break;
             default: break;
@@ -765,7 +779,10 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(r.keys[0]); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c': if (d == Delta::kOk) line += " c", addNumber(line, cas); break;
       case 't': if (d == Delta::kOk) line += " t", addSigned(line, ttl); break;
       default: break;

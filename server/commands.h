@@ -63,7 +63,6 @@ struct WorkerCounters {
   X(store_too_large, "values refused as larger than max_item_size")                     \
   X(store_no_memory, "values the cache could not allocate")                             \
   X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
-  X(conn_yields, "times a connection gave way after server.reqs_per_event requests")     \
   X(bytes_read, "bytes read from clients")                                              \
   X(bytes_written, "bytes queued to clients")
 #define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
@@ -79,6 +78,7 @@ struct ServerState {
   std::atomic<uint64_t> totalConnections{0};
   std::atomic<uint64_t> rejectedConnections{0};
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
+  std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
   // `stats reset`: the counters as they were then; stats reports what
@@ -88,6 +88,7 @@ struct ServerState {
   std::optional<CacheStats> cacheAtReset;
   std::vector<uint64_t> workersAtReset;  // one per TIERCACHE_SERVER_COUNTERS row
   uint64_t totalConnectionsAtReset = 0, rejectedConnectionsAtReset = 0, listenDisabledAtReset = 0;
+  uint64_t connYieldsAtReset = 0;
 };
 
 // Where a storage request's value is read to: straight into the item that
@@ -174,7 +175,8 @@ struct ServerClock {
 ServerClock& serverClock();
 inline std::chrono::system_clock::time_point serverNow() {
   const ServerClock& c = serverClock();
-  const auto t = std::chrono::system_clock::now() + std::chrono::seconds(c.shiftSeconds.load(std::memory_order_relaxed));
+  const auto shift = std::chrono::seconds(c.shiftSeconds.load(std::memory_order_relaxed));
+  const auto t = std::chrono::system_clock::now() + shift;
   return c.wholeSeconds.load(std::memory_order_relaxed) ? std::chrono::floor<std::chrono::seconds>(t) : t;
 }
 inline int64_t nowUnix() {

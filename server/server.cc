@@ -409,11 +409,11 @@ void Worker::process(Connection* c) {
         return;
       }
     }
-    if (c->state == Connection::State::kLine && config_.reqs_per_event != 0 &&
-        c->served >= config_.reqs_per_event && c->available() > 0) {
+    if (c->state == Connection::State::kLine && config_.reqs_per_event != 0 && c->served >= config_.reqs_per_event &&
+        c->available() > 0) {
       // memcached's -R: after this many requests the connection gives way to
       // the others of this worker, and takes up the rest on the loop's next turn.
-      counters.add(counters.conn_yields);
+      state_.connYields.fetch_add(1, std::memory_order_relaxed);
       c->yielded = true;
       event_active(c->readEvent, EV_READ, 0);
       break;

@@ -38,22 +38,23 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     state_.cacheAtReset = cache_.stats();
     state_.workersAtReset.clear();
 #define TIERCACHE_SUM_COUNTER(name, help)                                                          \
-  {                                                                                                  \
-    uint64_t sum = 0;                                                                                \
+  {                                                                                                \
+    uint64_t sum = 0;                                                                              \
     for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
-    state_.workersAtReset.push_back(sum);                                                            \
+    state_.workersAtReset.push_back(sum);                                                          \
   }
     TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
 #undef TIERCACHE_SUM_COUNTER
     state_.totalConnectionsAtReset = state_.totalConnections.load();
     state_.rejectedConnectionsAtReset = state_.rejectedConnections.load();
     state_.listenDisabledAtReset = state_.listenDisabled.load();
+    state_.connYieldsAtReset = state_.connYields.load();
     out.add("RESET\r\n");
     return;
   }
   CacheStats cs = cache_.stats();
   std::vector<uint64_t> workersAtReset;
-  uint64_t connectionsAtReset = 0, rejectedAtReset = 0, listenDisabledAtReset = 0;
+  uint64_t connectionsAtReset = 0, rejectedAtReset = 0, listenDisabledAtReset = 0, yieldsAtReset = 0;
   {
     std::lock_guard lock(state_.resetMutex);
     if (state_.cacheAtReset) cs = cs.since(*state_.cacheAtReset);
@@ -61,6 +62,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     connectionsAtReset = state_.totalConnectionsAtReset;
     rejectedAtReset = state_.rejectedConnectionsAtReset;
     listenDisabledAtReset = state_.listenDisabledAtReset;
+    yieldsAtReset = state_.connYieldsAtReset;
   }
   if (r.statsArgs.empty()) {
     struct rusage ru {};
@@ -78,14 +80,15 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("total_connections", state_.totalConnections.load() - connectionsAtReset);
     stat("rejected_connections", state_.rejectedConnections.load() - rejectedAtReset);
     stat("listen_disabled_num", state_.listenDisabled.load() - listenDisabledAtReset);
+    stat("conn_yields", state_.connYields.load() - yieldsAtReset);
     size_t row = 0;
-#define TIERCACHE_SUM_COUNTER(name, help)                                                           \
-  {                                                                                                   \
-    uint64_t sum = 0;                                                                                 \
-    for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed);  \
-    if (row < workersAtReset.size()) sum -= workersAtReset[row];                                      \
-    ++row;                                                                                            \
-    stat(#name, sum);                                                                                 \
+#define TIERCACHE_SUM_COUNTER(name, help)                                                          \
+  {                                                                                                \
+    uint64_t sum = 0;                                                                              \
+    for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
+    if (row < workersAtReset.size()) sum -= workersAtReset[row];                                   \
+    ++row;                                                                                         \
+    stat(#name, sum);                                                                              \
   }
     TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
 #undef TIERCACHE_SUM_COUNTER

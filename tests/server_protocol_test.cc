@@ -209,8 +209,8 @@ TEST(ServerProtocol, Base64KeysDecode) {
   EXPECT_EQ(out, "k");
   ASSERT_TRUE(decodeBase64("AP8gCg==", out));
   EXPECT_EQ(out, std::string("\x00\xff \n", 4));
-  EXPECT_FALSE(decodeBase64("a2V", out));    // not a multiple of 4
-  EXPECT_FALSE(decodeBase64("a=V5", out));   // padding inside
+  EXPECT_FALSE(decodeBase64("a2V", out));   // not a multiple of 4
+  EXPECT_FALSE(decodeBase64("a=V5", out));  // padding inside
   EXPECT_FALSE(decodeBase64("a2V5aw=a", out));
   EXPECT_FALSE(decodeBase64("a2-5", out));
 }
