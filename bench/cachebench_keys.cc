@@ -473,8 +473,16 @@ constexpr CachebenchKey kKeys[] = {
     {kTestConfig, "updateRatio", "`updateRatio`", "number", kHonoured, "`update_ratio`",
      "cachebench's update: a find of the key to write it, counted as a get; a miss is not filled (CacheLib then bumps "
      "an item-record version, which does nothing without item records)"},
-    {kTestConfig, "couldExistRatio loneSetRatio", "`couldExistRatio`, `loneSetRatio`", "number", kRefusedIfSet, "—",
-     "non-zero is refused: tiercache-bench has no such operation"},
+    {kTestConfig, "couldExistRatio", "`couldExistRatio`", "number", kHonoured, "`could_exist_ratio`",
+     "a weight like the other ratios. cachebench's couldExist, as `Cache::couldExist`: true for a live item in memory "
+     "(looked at as `peek` does: no access recorded, nothing promoted), else whether the flash store's index has an "
+     "entry for the key's tag; nothing is read from flash. The report's `== Workload counters ==` block gives "
+     "`could_exists` and `could_exist_true` (cachebench prints the share that said true as couldExist's success). "
+     "`record` leaves it out of a trace and the simulators skip it: it changes nothing"},
+    {kTestConfig, "loneSetRatio", "`loneSetRatio`", "number", kHonoured, "`lone_set_ratio`",
+     "a weight like the other ratios: a set of a fresh key no other request names (19 bytes, `(` and a sequence "
+     "number in hex; cachebench's are about 19 decimal digits), with the value size of the drawn key, in its pool. "
+     "Counted as a set and as `lone_sets`"},
     {kTestConfig, "opRatePerSec", "`opRatePerSec`", "integer", kRefusedIfSet, "—",
      "non-zero is refused (`opDelayBatch`/`opDelayNs` pace a thread instead)"},
     {kTestConfig, "ttlSecsRange ttlSecsRangeProbability", "`ttlSecsRange` + `ttlSecsRangeProbability`",
@@ -485,8 +493,13 @@ constexpr CachebenchKey kKeys[] = {
     {kTestConfig, "ttlRatio", "`ttlRatio`", "number", kHonoured, "`ttl_ratio`",
      "not a key of CacheLib's cachebench at 278ffc74: tiercache-bench reads it as the share of keys that get a TTL "
      "(default 1 with `ttlSecsRange`); without `ttlSecsRange` a non-zero value is refused"},
-    {kTestConfig, "poolDistributions", "`poolDistributions`", "object", kRefusedIfSet, "—",
-     "refused: one distribution for all pools"},
+    {kTestConfig, "poolDistributions", "`poolDistributions`", "list of objects", kHonoured, "—",
+     "as in cachebench, the distribution keys (sizes, ratios, popularity, TTLs, chains and their side files) are then "
+     "read from its entries only; the same keys in `test_config` are named in the warning. One entry serves every "
+     "pool. Several entries must be one per pool of `keyPoolDistribution`: pool p's keys take entry p's key and value "
+     "sizes, and an operation that picks pool p (by `opPoolDistribution`) entry p's ratios and popularity "
+     "(`pool_distributions`); the report's ratios are their mix by operation weight. Chain shapes and TTLs must be "
+     "the same in every entry, and keys shorter than the key index in hex (which two pools could share) are refused"},
     {kTestConfig, "mode", "`mode`", "", kIgnored, "",
      "not read by cachebench at 278ffc74; chains are shaped by the `chainedItem*` ranges"},
     {kTestConfig, "numChainedItems", "`numChainedItems`", "", kIgnored, "",

@@ -349,12 +349,19 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
   for (uint64_t op = 0; op < w.ops_per_thread; ++op) {
     for (RequestStream& s : streams) {
       Request r = s.next();
-      if (r.op == RequestOp::kLoneGet) keys.loneKey(r.index, key);
-      else keys.key(r.index, key);
+      if (r.op == RequestOp::kCouldExist) continue;  // changes nothing, reads nothing
+      if (r.op == RequestOp::kLoneGet) {
+        keys.loneKey(r.index, key);
+      } else if (r.op == RequestOp::kLoneSet) {
+        KeySpace::loneSetKey(r.seq, key);
+      } else {
+        keys.key(r.index, key);
+      }
       // A trace has no chains: an add-chained op is recorded as a get of its parent.
-      // An update (no fill) is recorded as a get too.
+      // An update (no fill) is recorded as a get too; a lone set as a set of its fresh key.
       const bool read = r.op == RequestOp::kAddChained || r.op == RequestOp::kUpdate;
-      writer.write(key, keys.valueSize(r.index), read ? RequestOp::kGet : r.op);
+      const RequestOp op = read ? RequestOp::kGet : r.op == RequestOp::kLoneSet ? RequestOp::kSet : r.op;
+      writer.write(key, keys.valueSize(r.index), op);
     }
   }
   file.close();
