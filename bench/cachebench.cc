@@ -263,10 +263,17 @@ FlashPlace placeFlashFile(const std::vector<std::string>& paths, const std::stri
   const std::filesystem::file_status st = std::filesystem::status(p, ec);
   if (std::filesystem::is_directory(st)) return {scratchIn(p), true, ""};
   if (std::filesystem::is_regular_file(st)) return {p.string(), false, ""};
+  // A device path that is not there (ssd_perf's /dev/md0 on a machine
+  // without that array) gets no file either: /dev is no place for one.
+  const bool devicePath = p.lexically_normal().string().rfind("/dev/", 0) == 0;
   if (std::filesystem::exists(st)) {
     out.note = key + " (" + p.string() +
                " is not a regular file; tiercache-bench never writes a device a config "
                "names: the flash file is in /var/tmp)";
+  } else if (devicePath) {
+    out.note = key + " (" + p.string() +
+               " names a device that is not there; tiercache-bench creates no file "
+               "under /dev: the flash file is in /var/tmp)";
   } else if (p.has_parent_path() && std::filesystem::is_directory(p.parent_path(), ec)) {
     return {p.string(), true, ""};
   } else {
@@ -1073,6 +1080,11 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   out.stressor = stressor;
   if (!stressor.empty() && at(tc, "numThreads")) out.stressor_threads = w.threads;
   return out;
+}
+
+std::vector<std::string> CachebenchConfig::scratchFiles() const {
+  if (flash_scratch.empty()) return {};
+  return {flash_scratch, flash_scratch + ".wbuf"};
 }
 
 std::string policyForAllocator(const std::string& allocator) {

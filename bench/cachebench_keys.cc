@@ -28,7 +28,8 @@ constexpr CachebenchKey kKeys[] = {
     {kCacheConfig, "", "(slab size)", "", kNote, "`slab_size`",
      "CacheLib's slabs are 4 MiB. tiercache uses 4 MiB too, except when a tier gets less than 256 MiB and the largest "
      "class is at most 1 MiB: then 1 MiB, so that a small tier still has slabs for every size class in use"},
-    {kCacheConfig, "allocFactor", "`allocFactor`", "number", kHonoured, "`allocation.growth_factor`", ""},
+    {kCacheConfig, "allocFactor", "`allocFactor`", "number", kHonoured, "`allocation.growth_factor`",
+     "in (1, 10]: CacheLib has no upper bound, its own configs go up to 10"},
     {kCacheConfig, "minAllocSize", "`minAllocSize`", "integer", kHonoured, "`allocation.min_size`", ""},
     {kCacheConfig, "maxAllocSize", "`maxAllocSize`", "integer", kHonoured, "`allocation.max_size`",
      "when absent: min(slab size, 1 MiB); when the workload's largest key + value need more, CacheLib's own default, "
@@ -100,8 +101,9 @@ constexpr CachebenchKey kKeys[] = {
      "1/8 of the machine's memory; the warning says when it is capped"},
     {kCacheConfig, "nvmCachePaths", "`nvmCachePaths`", "list of strings", kHonoured, "`flash.path`",
      "the first entry: a directory gets a file of its own (removed after the run); an existing regular file is used "
-     "and kept; a block device is **never** written (it would be overwritten) and a path whose directory does not "
-     "exist is not created: then, as without the key, a file in `/var/tmp` (removed after the run), and the warning "
+     "and kept; a block device is **never** written (it would be overwritten), no file is made under `/dev` for a "
+     "device that is not there (`/dev/md0`), and a path whose directory does not exist is not created: then, as "
+     "without the key, a file in `/var/tmp` (removed after the run), and the warning "
      "says why. More entries (Navy's RAID-0) are named in the warning: the store has one file"},
     {kCacheConfig, "navyRegionSizeMB", "`navyRegionSizeMB`", "integer", kHonoured, "`flash.region_size` = MiB × 2^20",
      "default 16, as Navy's"},

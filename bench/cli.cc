@@ -82,7 +82,7 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
     l.replay = std::move(cb.replay);
     l.stressor = cb.stressor;
     l.stressor_threads = cb.stressor_threads;
-    if (!cb.flash_scratch.empty()) removeAtExit(cb.flash_scratch);
+    for (const std::string& f : cb.scratchFiles()) removeAtExit(f);
   } else {
     l.cache = CacheConfig::fromJsonFile(path);
     l.workload = WorkloadConfig::fromJsonFile(path);

@@ -268,6 +268,17 @@ TEST(CachebenchTest, NvmCacheMapsOntoTheFlashStore) {
             std::string::npos)
       << warning;
   EXPECT_NE(warning.find("cache_config.navyEncryption (no encryption hook"), std::string::npos) << warning;
+  {
+    // The scratch files are every file the run leaves: removing them (as
+    // the CLI does at exit) leaves the directory empty (the write buffer
+    // once stayed behind, 16 MiB a run).
+    Cache cache(cb.cache);
+    ASSERT_TRUE(cache.set("k", std::string(1000, 'v')));
+  }
+  std::set<std::string> left;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) left.insert(e.path().string());
+  const std::vector<std::string> scratch = cb.scratchFiles();
+  EXPECT_EQ(left, std::set<std::string>(scratch.begin(), scratch.end()));
   fs::remove_all(dir);
 
   // Without a path, or with one that is a device or in no directory: /var/tmp, saying why.
@@ -281,6 +292,12 @@ TEST(CachebenchTest, NvmCacheMapsOntoTheFlashStore) {
   CachebenchConfig gone = importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/no/such/dir/f"])"));
   EXPECT_EQ(fs::path(gone.cache.flash.path).parent_path(), "/var/tmp");
   EXPECT_NE(ignoredKeysWarning(gone.ignored).find("the directory of /no/such/dir/f does not exist"), std::string::npos);
+  // A device that is not there (ssd_perf's /dev/md0) gets no file in /dev.
+  CachebenchConfig md =
+      importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/dev/tc-no-such-md"])"));
+  EXPECT_EQ(fs::path(md.cache.flash.path).parent_path(), "/var/tmp");
+  EXPECT_NE(ignoredKeysWarning(md.ignored).find("/dev/tc-no-such-md names a device that is not there"),
+            std::string::npos);
   // More than the disk holds: capped, and the warning says so.
   CachebenchConfig huge = importCachebench(document(R"(, "nvmCacheSizeMB": 4000000000)"));
   EXPECT_LT(huge.cache.flash.size, 4000000000ull << 20);
