@@ -346,10 +346,14 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
   }
   std::vector<RequestStream> streams;
   for (uint32_t t = 0; t < w.threads; ++t) streams.emplace_back(w, *sampler, t);
+  uint64_t couldExists = 0;
   for (uint64_t op = 0; op < w.ops_per_thread; ++op) {
     for (RequestStream& s : streams) {
       Request r = s.next();
-      if (r.op == RequestOp::kCouldExist) continue;  // changes nothing, reads nothing
+      if (r.op == RequestOp::kCouldExist) {  // changes nothing, reads nothing: not written
+        ++couldExists;
+        continue;
+      }
       if (r.op == RequestOp::kLoneGet) {
         keys.loneKey(r.index, key);
       } else if (r.op == RequestOp::kLoneSet) {
@@ -370,8 +374,10 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
     return kExitFailed;
   }
   out << "recorded " << withCommas(writer.records()) << " requests (" << withCommas(prepopulate)
-      << " prepopulate sets, then " << withCommas(w.ops_per_thread * w.threads) << " from " << w.threads
-      << " thread(s)) to " << a.output << "\n";
+      << " prepopulate sets, then " << withCommas(w.ops_per_thread * w.threads - couldExists) << " from " << w.threads
+      << " thread(s)";
+  if (couldExists > 0) out << "; " << withCommas(couldExists) << " couldExists left out";
+  out << ") to " << a.output << "\n";
   return kExitOk;
 }
 
