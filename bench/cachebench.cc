@@ -799,9 +799,13 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   };
   // The entries of poolDistributions, read into one WorkloadConfig each.
   std::vector<WorkloadConfig> perPool;
+  // Where the distribution keys were written, for errors our validation
+  // finds: "" (test_config), the one entry, or the list (several entries).
+  std::string distFrom;
   if (const json* pd = at(tc, "poolDistributions")) {
     const std::string p = tpath("poolDistributions");
     if (!pd->is_array() || pd->empty()) throw ConfigError(p, "must be a non-empty array of objects");
+    distFrom = pd->size() == 1 ? p + "[0]." : p;
     for (const char* k : kDistributionKeys) {
       if (at(tc, k) && k != legacy)
         out.ignored.push_back(tpath(k) + " (not read: poolDistributions gives the distribution)");
@@ -1047,7 +1051,13 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     w.validate();
   } catch (const ConfigError& e) {
     std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
-    throw ConfigError(cachebenchKeyFor(e.path()), reason + " [as " + e.path() + "]" + where);
+    std::string key = cachebenchKeyFor(e.path());
+    // A distribution key read from poolDistributions is named there.
+    const std::string rest = key.rfind("test_config.", 0) == 0 ? key.substr(12) : "";
+    const bool distKey = std::find_if(std::begin(kDistributionKeys), std::end(kDistributionKeys),
+                                      [&](const char* k) { return rest == k; }) != std::end(kDistributionKeys);
+    if (!distFrom.empty() && distKey) key = distFrom.back() == '.' ? distFrom + rest : distFrom;
+    throw ConfigError(key, reason + " [as " + e.path() + "]" + where);
   }
   try {
     c.normalize();

@@ -227,6 +227,11 @@ TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
                     "test_config.poolDistributions[0].loneSetRatio", "must not be negative");
   expectImportError(document("", R"(, "poolDistributions": [{"getRatio": 1, "popularityWeights": [1]}])"),
                     "test_config.poolDistributions[0].popularityWeights", "needs popularityBuckets");
+  // Our validation's findings about an entry's keys name the entry too.
+  expectImportError(
+      document("",
+               R"(, "poolDistributions": [{"getRatio": 1, "keySizeRange": [0, 24], "keySizeRangeProbability": [1]}])"),
+      "test_config.poolDistributions[0].keySizeRange", "0 is out of range [1B, 255B]");
   expectImportError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
   expectImportError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator",
                     "tiercache-bench replay");
