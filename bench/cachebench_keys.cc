@@ -483,7 +483,8 @@ constexpr CachebenchKey kKeys[] = {
      "`record` leaves it out of a trace and the simulators skip it: it changes nothing"},
     {kTestConfig, "loneSetRatio", "`loneSetRatio`", "number", kHonoured, "`lone_set_ratio`",
      "a weight like the other ratios: a set of a fresh key no other request names (19 bytes, `(` and a sequence "
-     "number in hex; cachebench's are about 19 decimal digits), with the value size of the drawn key, in its pool. "
+     "number in hex; cachebench's are about 19 decimal digits), with the value size and TTL of the drawn key, in its "
+     "pool. "
      "Counted as a set and as `lone_sets`"},
     {kTestConfig, "opRatePerSec", "`opRatePerSec`", "integer", kRefusedIfSet, "—",
      "non-zero is refused (`opDelayBatch`/`opDelayNs` pace a thread instead)"},

@@ -202,15 +202,16 @@ class Worker {
     if (cache_.couldExist(key_)) ThreadCounters::bump(c_.could_exist_true);
   }
 
-  // cachebench's lone set: a fresh key with the drawn index's value size,
-  // in its pool. No other request names the key, so it is never read.
+  // cachebench's lone set: a fresh key with the drawn index's value size
+  // and TTL, in its pool. No other request names the key: it is never read.
   void loneSet(uint64_t index, uint64_t seq) {
+    const Cache::Ttl ttl = drawTtl(index);
     KeySpace::loneSetKey(seq, key_);
     ThreadCounters::bump(c_.sets);
     ThreadCounters::bump(c_.lone_sets);
     const size_t size = keys_.valueSize(index);
     const Clock::time_point t0 = Clock::now();
-    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size, Cache::Ttl::zero());
+    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size, ttl);
     if (w) {
       ValueCodec::fill(key_, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), size);
       if (chains_) {

@@ -1073,6 +1073,17 @@ TEST(CachebenchWorkloadTest, CouldExistAndLoneSetRatiosRun) {
     if (q.key >= 2 * w.keys) ++beyond;
   }
   EXPECT_EQ(beyond, r.ops.lone_sets);
+
+  // A lone set takes the drawn key's TTL, as cachebench's request carries it.
+  CachebenchConfig ttl =
+      importCachebench(smallConfig("", R"(, "loneSetRatio": 1, "getRatio": 0, "setRatio": 0, "ttlSecsRange": [300],
+                         "ttlSecsRangeProbability": [1])"));
+  ttl.workload.ops_per_thread = 500;
+  ttl.workload.progress_interval_ms = 0;
+  Cache ttlCache(ttl.cache);
+  WorkloadResult t = runWorkload(ttlCache, ttl.workload);
+  EXPECT_EQ(t.ops.lone_sets, 500u);
+  EXPECT_EQ(t.ops.ttl_sets, 500u);
 }
 
 // poolDistributions: cachebench reads the distribution from its entries
