@@ -618,10 +618,12 @@ TEST_F(AccessIndexTest, CheckNamesALinkedItemWithAWrongTag) {
   const uint64_t hash = (uint64_t{0x5C} << 56) | 2;
   const CompressedRef ref = publish(0, "k", hash);
   std::string out;
-  index_->check(+[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
+  index_->check(
+      +[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
   EXPECT_EQ(out, "");
   item(ref)->setIndexTag(0x5D);
-  index_->check(+[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
+  index_->check(
+      +[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
   EXPECT_NE(out.find("wrong tag"), std::string::npos) << out;
 }
 
