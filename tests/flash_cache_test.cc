@@ -277,10 +277,16 @@ TEST(FlashCache, AdmissionBudgetRefusesAndCounts) {
   CacheConfig c = flashCacheConfig(dir.file("flash"), 128);
   c.flash.admit_write_mb_per_sec = 1;  // 1 MB a second: most of 20 MB is refused
   Cache cache(c);
+  const auto t0 = std::chrono::steady_clock::now();
   fillPastMemory(cache);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const CacheStats s = cache.stats();
-  EXPECT_GT(s.flash_admission_rejects, 5000u);
-  EXPECT_LT(s.flash_item_bytes, 4'000'000u);
+  // The bucket holds one second of budget and refills at 1 MB/s: what
+  // reached flash is bounded by the fill's own duration (slow under
+  // sanitizers), not by a fixed figure.
+  EXPECT_LT(static_cast<double>(s.flash_item_bytes), (secs + 1.5) * 1e6) << "fill took " << secs << " s";
+  EXPECT_GT(s.flash_admission_rejects, 0u);
+  if (secs < 3) EXPECT_GT(s.flash_admission_rejects, 5000u);
 }
 
 TEST(FlashCache, ConfigErrorsNameTheField) {
