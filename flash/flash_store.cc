@@ -380,7 +380,7 @@ std::unique_lock<std::mutex> FlashStore::lockForAppend(size_t n) {
 FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags,
                                   uint32_t expiry) {
   const size_t n = entryBytes(key.size(), value.size());
-  if (used_ + n > config_.region_size) sealAndAdvanceLocked();
+  if (used_ + n > config_.region_size) sealAndAdvanceLocked(n);
   char* p = slotBuf(activeSlot_) + used_;
   EntryHeader h{};
   h.magic = kEntryMagic;
@@ -425,7 +425,7 @@ uint64_t FlashStore::pickVictimLocked() const {
   return best;
 }
 
-void FlashStore::reclaim(uint64_t r, std::vector<Reinsert>& hot) {
+void FlashStore::readVictim(uint64_t r, std::vector<VictimEntry>& entries) {
   ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(r), config_.region_size);
   const uint64_t seed = seedOf(regionSeq_[r].load(std::memory_order_relaxed));
   size_t off = kRegionHeader;
@@ -433,35 +433,51 @@ void FlashStore::reclaim(uint64_t r, std::vector<Reinsert>& hot) {
   while (parseEntry(scratch_.get() + off, config_.region_size - off, seed, h)) {
     const size_t n = entryBytes(h.keySize, h.valueSize);
     const char* p = scratch_.get() + off;
-    const FlashLoc loc{regionStart(r) + off, static_cast<uint32_t>(n)};
+    if (h.kind == kKindValue) {
+      const uint64_t kh = hash_(std::string_view(p + sizeof h, h.keySize));
+      entries.push_back(VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)},
+                                    static_cast<uint32_t>(off)});
+    }
     off += n;
-    if (h.kind != kKindValue) continue;
-    const std::string_view key(p + sizeof h, h.keySize);
-    const uint64_t kh = hash_(key);
-    const auto found = index_->lookup(kh);
-    if (!found || found->loc != loc) continue;  // replaced, removed or never indexed
+  }
+}
+
+void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot) {
+  static_cast<void>(r);
+  for (const VictimEntry& e : entries) {
+    const auto found = index_->lookup(e.hash);
+    if (!found || found->loc != e.loc) continue;  // replaced, removed or never indexed
     if (config_.reinsert_hits && found->hit) {
-      hot.push_back(
-          Reinsert{kh, loc, std::string(key), std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
+      const char* p = scratch_.get() + e.off;
+      EntryHeader h;
+      std::memcpy(&h, p, sizeof h);
+      hot.push_back(Reinsert{e.hash, e.loc, std::string(p + sizeof h, h.keySize),
+                             std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
     } else {
-      index_->removeIf(kh, loc);
+      index_->removeIf(e.hash, e.loc);
     }
   }
   counters_.regions_reclaimed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FlashStore::sealAndAdvanceLocked() {
+void FlashStore::sealAndAdvanceLocked(size_t reserve) {
   TC_DCHECK(!sealPending_ && !writeInFlight_ && !prepInFlight_);  // lockForAppend waited
   std::vector<Reinsert> hot;
   uint64_t next;
   if (prepared_) {
     next = preparedRegion_;
-    hot = std::move(preparedHot_);
-    preparedHot_.clear();
+    if (!preparedEntries_.empty() || regionSeq_[next].load(std::memory_order_relaxed) != 0) {
+      dropVictimLocked(next, preparedEntries_, hot);
+    }
+    preparedEntries_.clear();
     prepared_ = false;
   } else {
-    next = pickVictimLocked();  // not reclaimed ahead: here, under the lock
-    if (regionSeq_[next].load(std::memory_order_relaxed) != 0) reclaim(next, hot);
+    next = pickVictimLocked();  // not read ahead: here, under the lock
+    if (regionSeq_[next].load(std::memory_order_relaxed) != 0) {
+      std::vector<VictimEntry> entries;
+      readVictim(next, entries);
+      dropVictimLocked(next, entries, hot);
+    }
   }
   // The full buffer stays readable (its region's epoch odd) until finishIo()
   // has written it.
@@ -471,7 +487,13 @@ void FlashStore::sealAndAdvanceLocked() {
   activeSlot_ ^= 1;
   activateLocked(next);
   for (const Reinsert& e : hot) {
-    // Fits: the entries came from one region and are written back packed.
+    // The entries came from one region and are written back packed, but the
+    // append that sealed must fit after them: a second seal would have to
+    // wait for this one's write, inside the caller's operation.
+    if (used_ + entryBytes(e.key.size(), e.value.size()) + reserve > config_.region_size) {
+      index_->removeIf(e.hash, e.from);
+      continue;
+    }
     const FlashLoc to = appendLocked(kKindValue, e.key, e.value, e.flags, e.expiry);
     if (index_->replaceIf(e.hash, e.from, to)) counters_.reinserted.fetch_add(1, std::memory_order_relaxed);
   }
@@ -502,18 +524,17 @@ void FlashStore::finishIo(std::unique_lock<std::mutex>& lk) {
     writeInFlight_ = false;
     ioDone_.notify_all();
   }
-  // The next region to reuse, reclaimed ahead: the seal that needs it will
-  // not wait for its read. (Its entries leave the index one region early;
-  // the hit ones stay until appended again.)
+  // The next region to reuse, read back ahead: the seal that needs it will
+  // not wait for its read, only drop its entries from the index.
   if (closed_ || prepared_ || prepInFlight_ || sealPending_ || writeInFlight_) return;
   const uint64_t v = pickVictimLocked();
   if (v >= regions_) return;
-  std::vector<Reinsert> hot;
+  std::vector<VictimEntry> entries;
   if (regionSeq_[v].load(std::memory_order_relaxed) != 0) {
     prepInFlight_ = true;
     lk.unlock();
     try {
-      reclaim(v, hot);
+      readVictim(v, entries);
     } catch (...) {
       lk.lock();
       prepInFlight_ = false;
@@ -524,7 +545,7 @@ void FlashStore::finishIo(std::unique_lock<std::mutex>& lk) {
     prepInFlight_ = false;
   }
   preparedRegion_ = v;
-  preparedHot_ = std::move(hot);
+  preparedEntries_ = std::move(entries);
   prepared_ = true;
   ioDone_.notify_all();
 }

@@ -39,11 +39,12 @@
 // log order is the index order); lookups take it only to copy from a DRAM
 // buffer. Region I/O runs outside it: there are two buffers, so a full one
 // is sealed (appends go on in the other) and written, and the next region
-// to reuse is read back and dropped from the index (reclaimed), by the
-// thread whose append sealed it, after its own operation and without the
-// lock (with background eviction on, the evictor). An append waits only
-// when the other buffer is still being written or the next region still
-// reclaimed. Any number of threads may call anything.
+// to reuse is read back, by the thread whose append sealed it, after its
+// own operation and without the lock (with background eviction on, the
+// evictor); the seal that reuses that region only drops its entries from
+// the index. An append waits only when the other buffer is still being
+// written or the next region still read. Any number of threads may call
+// anything.
 #pragma once
 
 #include <atomic>
@@ -154,6 +155,13 @@ class FlashStore {
 
  private:
   struct Reinsert;
+  // A value entry of a region read back for reclaim: where it is, in the
+  // region and in scratch_, and its key's hash.
+  struct VictimEntry {
+    uint64_t hash;
+    FlashLoc loc;
+    uint32_t off;
+  };
   uint64_t regionStart(uint64_t r) const { return FlashDevice::kAlign + r * config_.region_size; }
   uint64_t regionOf(uint64_t addr) const { return (addr - FlashDevice::kAlign) / config_.region_size; }
   uint64_t seedOf(uint64_t regionSeq) const { return formatId_ ^ (regionSeq * 0x9E3779B97F4A7C15ull); }
@@ -162,28 +170,34 @@ class FlashStore {
   void writeSuperblock(bool clean);
   // appendMu_, once an append of n bytes fits the active buffer or its
   // seal need not wait for I/O (the other buffer written, the next region
-  // reclaimed). Every appending operation takes the lock here and ends with
+  // read back). Every appending operation takes the lock here and ends with
   // finishIo().
   std::unique_lock<std::mutex> lockForAppend(size_t n);
   // Appends one entry to the active buffer (sealing it first when full);
   // appendMu_ held (from lockForAppend). Returns its location.
   FlashLoc appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags, uint32_t expiry);
   // Switches to the other buffer and the next region (no I/O when that
-  // region was reclaimed ahead); the full buffer waits for finishIo().
-  void sealAndAdvanceLocked();
+  // region was read back ahead); the full buffer waits for finishIo().
+  // Leaves room for an entry of `reserve` bytes (the append that sealed).
+  void sealAndAdvanceLocked(size_t reserve);
   // The I/O an operation left (the sealed buffer's write, then the next
-  // region's reclaim), with appendMu_ released around it; lk is held again
+  // region's read-back), with appendMu_ released around it; lk is held again
   // on return.
   void finishIo(std::unique_lock<std::mutex>& lk);
-  // Waits (lk released) until no region write or reclaim is in flight,
+  // Waits (lk released) until no region write or read-back is in flight,
   // doing a pending write itself.
   void drainIo(std::unique_lock<std::mutex>& lk);
   void writeActiveLocked();
   uint64_t pickVictimLocked() const;
-  // Reads region r back and drops its entries from the index, except the
-  // hit ones (into hot); needs no lock (the index has its own, and nobody
-  // writes r meanwhile).
-  void reclaim(uint64_t r, std::vector<Reinsert>& hot);
+  // Reads region r into scratch_ and lists its value entries; needs no
+  // lock (nobody writes r meanwhile, one reclaim at a time).
+  void readVictim(uint64_t r, std::vector<VictimEntry>& entries);
+  // Drops the listed entries of r (still in scratch_) from the index,
+  // except the hit ones (into hot, to append again). Under the lock and in
+  // the same hold as r's activation: an entry dropped earlier would let a
+  // later set of its key skip the tombstone, and r's old contents, still on
+  // the device, bring the older value back after a kill.
+  void dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot);
   void activateLocked(uint64_t r);
   void tombstoneLocked(std::string_view key);
   char* slotBuf(int slot) const { return wbuf_ + static_cast<size_t>(slot) * slotLen(); }
@@ -238,12 +252,12 @@ class FlashStore {
   bool writeInFlight_ = false;
   uint64_t sealedRegion_ = 0;
   size_t sealedUsed_ = 0;
-  // The next region to reuse, reclaimed ahead (its hit entries kept to be
-  // appended again when it becomes active), or being reclaimed.
+  // The next region to reuse, read back ahead (its entries listed, still
+  // indexed: they are dropped when it becomes active), or being read.
   bool prepared_ = false;
   bool prepInFlight_ = false;
   uint64_t preparedRegion_ = 0;
-  std::vector<Reinsert> preparedHot_;
+  std::vector<VictimEntry> preparedEntries_;
   uint64_t nextRegionSeq_ = 1;
   uint64_t nextSeq_ = 1;
   bool closed_ = false;
