@@ -185,7 +185,8 @@ Args parseArgs(const std::string& command, const std::vector<std::string>& args,
     else if (s == "--progress") a.progress = true;
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--no-limits") a.noLimits = true;
-    else if ((command == "run" || command == "compare") && s == "--max-ops") a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
+    else if ((command == "run" || command == "compare") && s == "--max-ops")
+      a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
     else if (command == "record" && (s == "-o" || s == "--output")) a.output = value(i, s);
     else if (command == "sweep" && s == "--out") a.output = value(i, s);
     else if ((command == "replay" || command == "simulate") && s == "--trace") a.trace = value(i, s);

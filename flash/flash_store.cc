@@ -435,8 +435,8 @@ void FlashStore::readVictim(uint64_t r, std::vector<VictimEntry>& entries) {
     const char* p = scratch_.get() + off;
     if (h.kind == kKindValue) {
       const uint64_t kh = hash_(std::string_view(p + sizeof h, h.keySize));
-      entries.push_back(VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)},
-                                    static_cast<uint32_t>(off)});
+      entries.push_back(
+          VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)}, static_cast<uint32_t>(off)});
     }
     off += n;
   }

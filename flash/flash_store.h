@@ -235,7 +235,7 @@ class FlashStore {
 
   std::mutex appendMu_;    // everything below
   std::condition_variable ioDone_;  // a region write or reclaim ended
-  AlignedBuffer buf_;      // the write buffers when they are anonymous
+  AlignedBuffer buf_;               // the write buffers when they are anonymous
   // Two slots, each a region's contents, then a trailer page: the active
   // region's, and the sealed one's until it is written.
   char* wbuf_ = nullptr;

@@ -261,7 +261,8 @@ TEST(FlashStore, BothWriteBuffersAreReplayedAfterAKill) {
     FlashStore s(c);
     // About 110 entries of 500 bytes fill a 64 KiB region: region 0 is
     // sealed, region 1 active and partly full.
-    for (int i = 0; i < 200; ++i) ASSERT_EQ(s.insert(fkey(i), flashValue(fkey(i), 1, 500)), FlashStore::InsertResult::kStored);
+    for (int i = 0; i < 200; ++i)
+      ASSERT_EQ(s.insert(fkey(i), flashValue(fkey(i), 1, 500)), FlashStore::InsertResult::kStored);
     ASSERT_EQ(s.counters().regions_reclaimed.load(), 0u);
     // What a kill leaves: the device without region 0 (its write not
     // started), and both buffers in the page cache.

@@ -231,7 +231,6 @@ TEST(ReportWorkloadCountersTest, EveryRowIsSummedAndReportedByName) {
   EXPECT_EQ(nlohmann::json::parse(reportJson(WorkloadConfig{}, quiet, nullptr))["workload_counters"]["sets"], 0);
 }
 
-
 // A flash hit is a hit of no memory tier (the item comes back into tier 0
 // from flash): the hit ratio counts it, the shares of hits are of all hits
 // (flash's included), and flash has its own line. (The shares were of the
