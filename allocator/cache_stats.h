@@ -196,8 +196,10 @@ struct CacheStats {
   double flashWriteAmplification() const {
     return flash_item_bytes ? double(flash_bytes_written) / double(flash_item_bytes) : 0.0;
   }
-  // A flash hit is a hit (the item comes back into tier 0).
-  double hitRatio() const { return gets ? double(hits + flash_hits) / double(gets) : 0.0; }
+  // Every hit: the memory tiers' (`hits`) and flash's. A flash hit is a
+  // hit (the item comes back into tier 0) but no tier's.
+  uint64_t allHits() const { return hits + flash_hits; }
+  double hitRatio() const { return gets ? double(allHits()) / double(gets) : 0.0; }
   // Share of all gets that were served by tier t.
   double tierHitRatio(size_t t) const { return gets && t < tiers.size() ? double(tiers[t].hits) / double(gets) : 0.0; }
   std::string toJson() const;

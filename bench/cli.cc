@@ -185,7 +185,8 @@ Args parseArgs(const std::string& command, const std::vector<std::string>& args,
     else if (s == "--progress") a.progress = true;
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--no-limits") a.noLimits = true;
-    else if (command == "run" && s == "--max-ops") a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
+    else if ((command == "run" || command == "compare") && s == "--max-ops")
+      a.maxOps = parseCount(s, value(i, s), 1, UINT32_MAX);
     else if (command == "record" && (s == "-o" || s == "--output")) a.output = value(i, s);
     else if (command == "sweep" && s == "--out") a.output = value(i, s);
     else if ((command == "replay" || command == "simulate") && s == "--trace") a.trace = value(i, s);
@@ -213,14 +214,17 @@ void requireConfig(const Args& a) {
 
 struct Figures {
   double get_per_sec, set_per_sec, ops_per_sec, hit_ratio;
-  double tier0_hit_share;  // hits served by the first tier, of all hits
+  double tier0_hit_share;  // hits served by the first tier, of all hits (flash's included)
+  double flash_hit_share;  // hits served by flash, of all hits
   double cpu_us_per_op;    // process CPU (user + sys) per operation
   LatencySummary get, set;
 };
 
 Figures figuresOf(const WorkloadResult& r) {
   double t = r.elapsed_seconds > 0 ? r.elapsed_seconds : 1e-9;
-  uint64_t gets = r.after.gets - r.before.gets, hits = r.after.hits - r.before.hits;
+  // Flash hits are hits, and no memory tier's: shares are of all hits.
+  uint64_t gets = r.after.gets - r.before.gets, hits = r.after.allHits() - r.before.allHits();
+  uint64_t flash = r.after.flash_hits - r.before.flash_hits;
   uint64_t tier0 = r.after.tiers.empty() ? 0
                    : r.after.tiers[0].hits - (r.before.tiers.empty() ? 0 : r.before.tiers[0].hits);
   const uint64_t ops = r.ops.ops();
@@ -229,6 +233,7 @@ Figures figuresOf(const WorkloadResult& r) {
                  double(ops) / t,
                  gets ? double(hits) / double(gets) : 0.0,
                  hits ? double(tier0) / double(hits) : 0.0,
+                 hits ? double(flash) / double(hits) : 0.0,
                  ops ? 1e6 * r.cpu_seconds / double(ops) : 0.0,
                  summarize(r.get_latency),
                  summarize(r.set_latency)};
@@ -476,6 +481,9 @@ int commandSimulate(const Args& a, std::ostream& out, std::ostream& err) {
 int commandCompare(const Args& a, std::ostream& out, std::ostream& err, bool terminal) {
   if (a.positional.size() != 2) throw UsageError("compare needs two config files: compare A.json B.json [-n RUNS]");
   LoadedConfig configs[2] = {loadConfig(a.positional[0], err), loadConfig(a.positional[1], err)};
+  for (LoadedConfig& l : configs) {
+    if (a.maxOps) l.workload.ops_per_thread = std::min<uint64_t>(l.workload.ops_per_thread, *a.maxOps);
+  }
   std::vector<Figures> figures[2];
   bool verbose = a.progress.value_or(terminal);
   for (uint32_t run = 0; run < a.runs; ++run) {
@@ -513,8 +521,12 @@ int commandCompare(const Args& a, std::ostream& out, std::ostream& err, bool ter
       {"ops/s", column(0, &Figures::ops_per_sec), column(1, &Figures::ops_per_sec), false},
       {"hit ratio", column(0, &Figures::hit_ratio), column(1, &Figures::hit_ratio), true},
       {"tier-0 share of hits", column(0, &Figures::tier0_hit_share), column(1, &Figures::tier0_hit_share), true},
-      {"CPU us/op", column(0, &Figures::cpu_us_per_op), column(1, &Figures::cpu_us_per_op), false},
   };
+  if (configs[0].cache.flash.enabled() || configs[1].cache.flash.enabled()) {
+    rows.push_back(
+        {"flash share of hits", column(0, &Figures::flash_hit_share), column(1, &Figures::flash_hit_share), true});
+  }
+  rows.push_back({"CPU us/op", column(0, &Figures::cpu_us_per_op), column(1, &Figures::cpu_us_per_op), false});
   const std::pair<const char*, LatencySummary Figures::*> ops[] = {{"get", &Figures::get}, {"set", &Figures::set}};
   const std::pair<const char*, double LatencySummary::*> qs[] = {{"mean", &LatencySummary::mean_us},
                                                                  {"p50", &LatencySummary::p50_us},
@@ -605,7 +617,7 @@ std::string benchUsage() {
          "       tiercache-bench replay --config FILE --trace TRACE [--trace-format F] [--threads N]\n"
          "                              [--lookaside | --no-lookaside]\n"
          "                              [--json] [--no-limits] [--progress | --no-progress]\n"
-         "       tiercache-bench compare A.json B.json [-n RUNS]\n"
+         "       tiercache-bench compare A.json B.json [-n RUNS] [--max-ops N]\n"
          "       tiercache-bench simulate --config FILE --objects N[,N...] [--trace TRACE] [--policies P,...]\n"
          "       tiercache-bench sweep --config FILE (--threads L | --cache-size L | --tier-ratio L)\n"
          "                             [-n RUNS] [--out PREFIX]\n"
@@ -623,6 +635,7 @@ std::string benchUsage() {
          "  simulate        miss ratios of the reference policies (lru fifo clock sieve arc s3fifo\n"
          "                  wtinylfu) over unit-size objects, at each capacity in objects\n"
          "  compare         run A and B alternately RUNS times (default 5), print medians and deltas\n"
+         "                  (--max-ops N caps both workloads at N operations per thread)\n"
          "  sweep           run the workload for each value of a list (L = comma-separated:\n"
          "                  1,2,4 | 256MiB,512MiB | 1:1,1:3) and write PREFIX.csv, PREFIX.gp and,\n"
          "                  with gnuplot, PREFIX.png (default PREFIX: sweep)\n"

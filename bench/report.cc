@@ -109,7 +109,7 @@ std::string formatWorkloadCounters(const OpCounts& ops) {
 std::string formatTierBlocks(const WorkloadResult& r, const CacheStats& d) {
   const CacheStats& a = r.after;
   std::string s;
-  if (a.tiers.size() > 1 || a.background_evictor.threads > 0 || a.promoter.threads > 0) {
+  if (a.tiers.size() > 1 || a.background_evictor.threads > 0 || a.promoter.threads > 0 || d.flash_hits) {
     s += "== Tiers ==\n";
     for (const TierStats& t : d.tiers) {
       std::vector<std::string> entries;
@@ -117,8 +117,13 @@ std::string formatTierBlocks(const WorkloadResult& r, const CacheStats& d) {
         if (m.tier && m.kind == MetricKind::kCounter && t.*m.tier) entries.push_back(entry(m.name, t.*m.tier));
       }
       s += wrapEntries(sformat("%-8s: %.2f%% of gets, %.2f%% of hits%s", t.name.c_str(), pct(t.hits, d.gets),
-                               pct(t.hits, d.hits), entries.empty() ? "" : "; "),
+                               pct(t.hits, d.allHits()), entries.empty() ? "" : "; "),
                        entries, std::string(10, ' '));
+    }
+    // Flash hits are no memory tier's: their own line, in the same shares.
+    if (d.flash_hits) {
+      s += sformat("%-8s: %.2f%% of gets, %.2f%% of hits\n", "flash", pct(d.flash_hits, d.gets),
+                   pct(d.flash_hits, d.allHits()));
     }
   }
   if (a.background_evictor.threads > 0) {
@@ -207,7 +212,7 @@ std::string formatReport(const WorkloadConfig& config, const WorkloadResult& r, 
   s += sformat("Evictions     : %s\n", withCommas(d.evictions).c_str());
   s += sformat("Expired       : %s\n", withCommas(d.expired).c_str());
   s += sformat("Cache Gets    : %s\n", withCommas(d.gets).c_str());
-  s += sformat("Hit Ratio     : %.2f%%\n", pct(d.hits, d.gets));
+  s += sformat("Hit Ratio     : %.2f%%\n", pct(d.allHits(), d.gets));
   s += sformat("Miss Ratio    : %.2f%% of gets, %.2f%% of bytes", 100.0 - pct(r.ops.get_hits, r.ops.gets),
                100.0 - pct(r.ops.get_hit_bytes, r.ops.get_bytes));
   if (limits && limits->lru.get_bytes)
@@ -259,7 +264,7 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
     for (const MetricDesc& m : metricTable()) {
       if (m.tier) o[m.name] = t.*m.tier;
     }
-    o["hit_share"] = d.hits ? double(t.hits) / double(d.hits) : 0.0;
+    o["hit_share"] = d.allHits() ? double(t.hits) / double(d.allHits()) : 0.0;
     if (t.persistent) o["open_report"] = t.open_report;
     tiers.push_back(std::move(o));
   }
@@ -277,7 +282,8 @@ std::string reportJson(const WorkloadConfig& config, const WorkloadResult& r, co
   cache["alloc_success_ratio"] = d.alloc_attempts ? double(d.alloc_success) / double(d.alloc_attempts) : 0.0;
   cache["background_evictor_runs"] = d.background_evictor.runs;
   cache["background_evictor_yielded_runs"] = d.background_evictor.yielded_runs;
-  cache["hit_ratio"] = d.gets ? double(d.hits) / double(d.gets) : 0.0;
+  cache["hit_ratio"] = d.hitRatio();
+  cache["flash_hit_share"] = d.allHits() ? double(d.flash_hits) / double(d.allHits()) : 0.0;
   cache["miss_ratio"] = r.ops.gets ? 1.0 - double(r.ops.get_hits) / double(r.ops.gets) : 0.0;
   cache["byte_miss_ratio"] = r.ops.get_bytes ? 1.0 - double(r.ops.get_hit_bytes) / double(r.ops.get_bytes) : 0.0;
   cache["misses_stored_ratio"] =

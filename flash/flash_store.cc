@@ -14,6 +14,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../common/dcheck.h"
+
 namespace tiercache {
 
 namespace {
@@ -166,37 +168,40 @@ void FlashStore::openWriteBuffer() {
   // kill -9 does not take, so recovery finds every entry and tombstone
   // appended before the process died. Elsewhere (a block device) it is
   // anonymous memory and a kill -9 loses it.
-  const uint64_t rs = config_.region_size;
+  // Two slots (the active region's and the one being written), each
+  // followed by its trailer page.
+  const size_t len = 2 * slotLen();
   struct stat st {};
   if (::stat(config_.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     const std::string path = config_.path + ".wbuf";
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(rs + FlashDevice::kAlign)) == 0) {
-      void* m = mmap(nullptr, rs + FlashDevice::kAlign, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(len)) == 0) {
+      void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED) {
         wbufFd_ = fd;
         wbuf_ = static_cast<char*>(m);
-        wbufLen_ = rs + FlashDevice::kAlign;
+        wbufLen_ = len;
         return;
       }
     }
     if (fd >= 0) ::close(fd);
   }
-  buf_ = allocAligned(rs + FlashDevice::kAlign);
+  buf_ = allocAligned(len);
   wbuf_ = buf_.get();
-  wbufLen_ = rs + FlashDevice::kAlign;
+  wbufLen_ = len;
 }
 
-void FlashStore::setTrailerLocked(bool valid) {
+void FlashStore::setTrailerLocked(int slot, bool valid) {
   BufferTrailer t{};
   if (valid) {
-    t = BufferTrailer{kBufferMagic, formatId_, active_, regionSeq_[active_].load(std::memory_order_relaxed), 0};
+    const uint64_t r = slotRegion_[slot];
+    t = BufferTrailer{kBufferMagic, formatId_, r, regionSeq_[r].load(std::memory_order_relaxed), 0};
     t.checksum = XXH3_64bits(&t, offsetof(BufferTrailer, checksum));
   }
   // Not reordered with the buffer's own stores (a kill stops the thread
   // between two instructions; the page cache keeps what was stored).
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  std::memcpy(wbuf_ + config_.region_size, &t, sizeof t);
+  std::memcpy(slotBuf(slot) + config_.region_size, &t, sizeof t);
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
@@ -211,17 +216,27 @@ size_t FlashStore::checkedPrefix(const char* p, uint64_t regionSeq) const {
 
 uint64_t FlashStore::replayWriteBuffer() {
   if (wbufFd_ < 0) return 0;
+  // Both slots, older region first (they hold different regions, or the
+  // older names a region the device already has newer).
+  BufferTrailer t[2];
+  for (int slot = 0; slot < 2; ++slot) std::memcpy(&t[slot], slotBuf(slot) + config_.region_size, sizeof t[slot]);
+  const int first = t[0].regionSeq <= t[1].regionSeq ? 0 : 1;
+  return replayWriteBufferSlot(first) + replayWriteBufferSlot(1 - first);
+}
+
+uint64_t FlashStore::replayWriteBufferSlot(int slot) {
+  const char* const wbuf = slotBuf(slot);
   BufferTrailer t;
-  std::memcpy(&t, wbuf_ + config_.region_size, sizeof t);
+  std::memcpy(&t, wbuf + config_.region_size, sizeof t);
   if (t.magic != kBufferMagic || t.checksum != XXH3_64bits(&t, offsetof(BufferTrailer, checksum))) return 0;
   if (t.formatId != formatId_ || t.region >= regions_ || t.regionSeq == 0) return 0;
   RegionHeader bh;
-  std::memcpy(&bh, wbuf_, sizeof bh);
+  std::memcpy(&bh, wbuf, sizeof bh);
   if (bh.magic != kRegionMagic || bh.formatId != formatId_ || bh.regionSeq != t.regionSeq ||
       bh.checksum != XXH3_64bits(&bh, offsetof(RegionHeader, checksum))) {
     return 0;
   }
-  const size_t have = checkedPrefix(wbuf_, t.regionSeq);
+  const size_t have = checkedPrefix(wbuf, t.regionSeq);
   // The device's copy of the region: newer (the buffer is stale), the same
   // region written as far (nothing to add), or older.
   ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(t.region), config_.region_size);
@@ -233,7 +248,7 @@ uint64_t FlashStore::replayWriteBuffer() {
     if (dh.regionSeq == t.regionSeq && checkedPrefix(scratch_.get(), dh.regionSeq) >= have) return 0;
   }
   const size_t len = (have + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
-  ioOrThrow(IoRequest::Op::kWrite, wbuf_, regionStart(t.region), len);
+  ioOrThrow(IoRequest::Op::kWrite, const_cast<char*>(wbuf), regionStart(t.region), len);
   return have;
 }
 
@@ -328,29 +343,45 @@ void FlashStore::recover(bool clean) {
 }
 
 void FlashStore::activateLocked(uint64_t r) {
-  // A reused region's old index entries are gone (reclaimLocked) or lose
-  // their epoch check from here on.
+  // A reused region's old index entries are gone (reclaim) or lose their
+  // epoch check from here on.
   epoch_[r].fetch_add(1);  // odd: in the DRAM buffer
   const uint64_t rseq = nextRegionSeq_++;
   regionSeq_[r].store(rseq);
   lastRead_[r].store(clock_.fetch_add(1));
-  // The trailer is invalid while the buffer is cleared: a kill in between
-  // leaves no buffer to replay (the previous region is written already).
-  setTrailerLocked(false);
+  // The trailer is invalid while the slot is reset: a kill in between
+  // leaves no buffer to replay (the slot's previous region is written
+  // already). The slot is not cleared: what its last region left after
+  // the new header is checksummed with another region's seed, so it ends
+  // a replay as zeroes would (the tail of the last 4 KiB written is zeroed
+  // at the write).
+  setTrailerLocked(activeSlot_, false);
   active_ = r;
-  std::memset(wbuf_, 0, config_.region_size);
+  slotRegion_[activeSlot_] = r;
+  char* const wbuf = slotBuf(activeSlot_);
   RegionHeader h{kRegionMagic, rseq, formatId_, 0};
   h.checksum = XXH3_64bits(&h, offsetof(RegionHeader, checksum));
-  std::memcpy(wbuf_, &h, sizeof h);
+  std::memcpy(wbuf, &h, sizeof h);
   used_ = kRegionHeader;
-  setTrailerLocked(true);
+  setTrailerLocked(activeSlot_, true);
+}
+
+std::unique_lock<std::mutex> FlashStore::lockForAppend(size_t n) {
+  std::unique_lock<std::mutex> lk(appendMu_);
+  // A seal reuses the other slot (its write must be done) and activates
+  // the reclaimed region (its reclaim must be done); it never waits itself,
+  // so that nothing an operation did under the lock is split from its append.
+  ioDone_.wait(lk, [&] {
+    return closed_ || used_ + n <= config_.region_size || (!sealPending_ && !writeInFlight_ && !prepInFlight_);
+  });
+  return lk;
 }
 
 FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags,
                                   uint32_t expiry) {
   const size_t n = entryBytes(key.size(), value.size());
-  if (used_ + n > config_.region_size) sealAndAdvanceLocked();
-  char* p = wbuf_ + used_;
+  if (used_ + n > config_.region_size) sealAndAdvanceLocked(n);
+  char* p = slotBuf(activeSlot_) + used_;
   EntryHeader h{};
   h.magic = kEntryMagic;
   h.keySize = static_cast<uint16_t>(key.size());
@@ -374,14 +405,16 @@ FlashLoc FlashStore::appendLocked(uint8_t kind, std::string_view key, std::strin
 
 void FlashStore::writeActiveLocked() {
   const size_t len = (used_ + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
-  ioOrThrow(IoRequest::Op::kWrite, wbuf_, regionStart(active_), len);
+  char* const wbuf = slotBuf(activeSlot_);
+  std::memset(wbuf + used_, 0, len - used_);  // not the slot's last region's bytes
+  ioOrThrow(IoRequest::Op::kWrite, wbuf, regionStart(active_), len);
 }
 
 uint64_t FlashStore::pickVictimLocked() const {
   if (config_.region_eviction == RegionEviction::kFifo) return (active_ + 1) % regions_;
   uint64_t best = regions_, bestClock = UINT64_MAX;
   for (uint64_t r = 0; r < regions_; ++r) {
-    if (r == active_) continue;
+    if (r == active_ || ((sealPending_ || writeInFlight_) && r == sealedRegion_)) continue;
     if (regionSeq_[r].load(std::memory_order_relaxed) == 0) return r;  // never used
     const uint64_t c = lastRead_[r].load(std::memory_order_relaxed);
     if (c < bestClock) {
@@ -392,7 +425,7 @@ uint64_t FlashStore::pickVictimLocked() const {
   return best;
 }
 
-void FlashStore::reclaimLocked(uint64_t r, std::vector<Reinsert>& hot) {
+void FlashStore::readVictim(uint64_t r, std::vector<VictimEntry>& entries) {
   ioOrThrow(IoRequest::Op::kRead, scratch_.get(), regionStart(r), config_.region_size);
   const uint64_t seed = seedOf(regionSeq_[r].load(std::memory_order_relaxed));
   size_t off = kRegionHeader;
@@ -400,34 +433,131 @@ void FlashStore::reclaimLocked(uint64_t r, std::vector<Reinsert>& hot) {
   while (parseEntry(scratch_.get() + off, config_.region_size - off, seed, h)) {
     const size_t n = entryBytes(h.keySize, h.valueSize);
     const char* p = scratch_.get() + off;
-    const FlashLoc loc{regionStart(r) + off, static_cast<uint32_t>(n)};
+    if (h.kind == kKindValue) {
+      const uint64_t kh = hash_(std::string_view(p + sizeof h, h.keySize));
+      entries.push_back(
+          VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)}, static_cast<uint32_t>(off)});
+    }
     off += n;
-    if (h.kind != kKindValue) continue;
-    const std::string_view key(p + sizeof h, h.keySize);
-    const uint64_t kh = hash_(key);
-    const auto found = index_->lookup(kh);
-    if (!found || found->loc != loc) continue;  // replaced, removed or never indexed
+  }
+}
+
+void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot) {
+  static_cast<void>(r);
+  for (const VictimEntry& e : entries) {
+    const auto found = index_->lookup(e.hash);
+    if (!found || found->loc != e.loc) continue;  // replaced, removed or never indexed
     if (config_.reinsert_hits && found->hit) {
-      hot.push_back(
-          Reinsert{kh, loc, std::string(key), std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
+      const char* p = scratch_.get() + e.off;
+      EntryHeader h;
+      std::memcpy(&h, p, sizeof h);
+      hot.push_back(Reinsert{e.hash, e.loc, std::string(p + sizeof h, h.keySize),
+                             std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
     } else {
-      index_->removeIf(kh, loc);
+      index_->removeIf(e.hash, e.loc);
     }
   }
   counters_.regions_reclaimed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FlashStore::sealAndAdvanceLocked() {
-  writeActiveLocked();
-  epoch_[active_].fetch_add(1);  // even: on the device
-  const uint64_t next = pickVictimLocked();
+void FlashStore::sealAndAdvanceLocked(size_t reserve) {
+  TC_DCHECK(!sealPending_ && !writeInFlight_ && !prepInFlight_);  // lockForAppend waited
   std::vector<Reinsert> hot;
-  if (regionSeq_[next].load(std::memory_order_relaxed) != 0) reclaimLocked(next, hot);
+  uint64_t next;
+  if (prepared_) {
+    next = preparedRegion_;
+    if (!preparedEntries_.empty() || regionSeq_[next].load(std::memory_order_relaxed) != 0) {
+      dropVictimLocked(next, preparedEntries_, hot);
+    }
+    preparedEntries_.clear();
+    prepared_ = false;
+  } else {
+    next = pickVictimLocked();  // not read ahead: here, under the lock
+    if (regionSeq_[next].load(std::memory_order_relaxed) != 0) {
+      std::vector<VictimEntry> entries;
+      readVictim(next, entries);
+      dropVictimLocked(next, entries, hot);
+    }
+  }
+  // The full buffer stays readable (its region's epoch odd) until finishIo()
+  // has written it.
+  sealPending_ = true;
+  sealedRegion_ = active_;
+  sealedUsed_ = used_;
+  activeSlot_ ^= 1;
   activateLocked(next);
   for (const Reinsert& e : hot) {
-    // Fits: the entries came from one region and are written back packed.
+    // The entries came from one region and are written back packed, but the
+    // append that sealed must fit after them: a second seal would have to
+    // wait for this one's write, inside the caller's operation.
+    if (used_ + entryBytes(e.key.size(), e.value.size()) + reserve > config_.region_size) {
+      index_->removeIf(e.hash, e.from);
+      continue;
+    }
     const FlashLoc to = appendLocked(kKindValue, e.key, e.value, e.flags, e.expiry);
     if (index_->replaceIf(e.hash, e.from, to)) counters_.reinserted.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void FlashStore::finishIo(std::unique_lock<std::mutex>& lk) {
+  if (sealPending_ && !writeInFlight_) {
+    sealPending_ = false;
+    writeInFlight_ = true;
+    const int slot = activeSlot_ ^ 1;
+    const uint64_t r = sealedRegion_;
+    const size_t used = sealedUsed_;
+    lk.unlock();
+    // Only this thread touches the slot's tail; lookups copy entries below `used`.
+    const size_t len = (used + FlashDevice::kAlign - 1) / FlashDevice::kAlign * FlashDevice::kAlign;
+    std::memset(slotBuf(slot) + used, 0, len - used);
+    try {
+      ioOrThrow(IoRequest::Op::kWrite, slotBuf(slot), regionStart(r), len);
+    } catch (...) {
+      lk.lock();
+      sealPending_ = true;  // written by the next finishIo, or close()
+      writeInFlight_ = false;
+      ioDone_.notify_all();
+      throw;
+    }
+    lk.lock();
+    epoch_[r].fetch_add(1);  // even: on the device
+    writeInFlight_ = false;
+    ioDone_.notify_all();
+  }
+  // The next region to reuse, read back ahead: the seal that needs it will
+  // not wait for its read, only drop its entries from the index.
+  if (closed_ || prepared_ || prepInFlight_ || sealPending_ || writeInFlight_) return;
+  const uint64_t v = pickVictimLocked();
+  if (v >= regions_) return;
+  std::vector<VictimEntry> entries;
+  if (regionSeq_[v].load(std::memory_order_relaxed) != 0) {
+    prepInFlight_ = true;
+    lk.unlock();
+    try {
+      readVictim(v, entries);
+    } catch (...) {
+      lk.lock();
+      prepInFlight_ = false;
+      ioDone_.notify_all();
+      throw;
+    }
+    lk.lock();
+    prepInFlight_ = false;
+  }
+  preparedRegion_ = v;
+  preparedEntries_ = std::move(entries);
+  prepared_ = true;
+  ioDone_.notify_all();
+}
+
+void FlashStore::drainIo(std::unique_lock<std::mutex>& lk) {
+  for (;;) {
+    if (sealPending_ && !writeInFlight_) {
+      finishIo(lk);
+      continue;
+    }
+    if (!writeInFlight_ && !prepInFlight_) return;
+    ioDone_.wait(lk);
   }
 }
 
@@ -443,16 +573,19 @@ FlashStore::InsertResult FlashStore::insert(std::string_view key, std::string_vi
     return InsertResult::kRejected;
   }
   const uint64_t h = hash_(key);
-  std::lock_guard<std::mutex> g(appendMu_);
+  std::unique_lock<std::mutex> lk = lockForAppend(n);
   if (closed_) return InsertResult::kRejected;
   const FlashLoc loc = appendLocked(kKindValue, key, value, flags, expiry);
+  InsertResult result = InsertResult::kStored;
   if (!index_->insert(h, loc)) {
     counters_.rejects_other.fetch_add(1, std::memory_order_relaxed);
-    return InsertResult::kIndexFull;
+    result = InsertResult::kIndexFull;
+  } else {
+    counters_.inserts.fetch_add(1, std::memory_order_relaxed);
+    counters_.item_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
   }
-  counters_.inserts.fetch_add(1, std::memory_order_relaxed);
-  counters_.item_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
-  return InsertResult::kStored;
+  finishIo(lk);
+  return result;
 }
 
 bool FlashStore::mayContain(std::string_view key) const { return index_->lookup(hash_(key)).has_value(); }
@@ -460,17 +593,19 @@ bool FlashStore::mayContain(std::string_view key) const { return index_->lookup(
 bool FlashStore::remove(std::string_view key) {
   const uint64_t h = hash_(key);
   if (!index_->lookup(h)) return false;  // the common case: no I/O, no append lock
-  std::lock_guard<std::mutex> g(appendMu_);
+  std::unique_lock<std::mutex> lk = lockForAppend(entryBytes(key.size(), 0));
   if (!index_->remove(h)) return false;
   tombstoneLocked(key);
+  finishIo(lk);
   return true;
 }
 
 bool FlashStore::removeIfAt(std::string_view key, const FlashLoc& where) {
   const uint64_t h = hash_(key);
-  std::lock_guard<std::mutex> g(appendMu_);
+  std::unique_lock<std::mutex> lk = lockForAppend(entryBytes(key.size(), 0));
   if (!index_->removeIf(h, where)) return false;
   tombstoneLocked(key);
+  finishIo(lk);
   return true;
 }
 
@@ -481,9 +616,10 @@ void FlashStore::tombstoneLocked(std::string_view key) {
 }
 
 void FlashStore::removeAll() {
-  std::lock_guard<std::mutex> g(appendMu_);
+  std::unique_lock<std::mutex> lk = lockForAppend(entryBytes(0, 0));
   index_->clear();
   if (!closed_) appendLocked(kKindRemoveAll, {}, {}, 0, 0);
+  finishIo(lk);
 }
 
 std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* where) {
@@ -504,7 +640,7 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* wher
       if (epoch_[r].load() != e1) continue;
       rseq = regionSeq_[r].load();  // set after the epoch when the region was activated
       const size_t off = loc.addr - regionStart(r);
-      copy.assign(wbuf_ + off, loc.size);
+      copy.assign(bufferOfLocked(r) + off, loc.size);
       p = copy.data();
     } else {
       const uint64_t first = loc.addr / FlashDevice::kAlign * FlashDevice::kAlign;
@@ -616,19 +752,24 @@ void FlashStore::lookupMany(std::span<const std::string_view> keys, std::span<st
 }
 
 void FlashStore::flush() {
-  std::lock_guard<std::mutex> g(appendMu_);
-  if (!closed_) writeActiveLocked();
+  std::unique_lock<std::mutex> lk(appendMu_);
+  if (closed_) return;
+  drainIo(lk);  // the sealed buffer first
+  writeActiveLocked();
 }
 
 void FlashStore::close() {
-  std::lock_guard<std::mutex> g(appendMu_);
+  std::unique_lock<std::mutex> lk(appendMu_);
   if (closed_) return;
+  drainIo(lk);
   closed_ = true;
+  ioDone_.notify_all();
   writeActiveLocked();
   device_.sync();
   writeSuperblock(true);
   // Written and clean: the next open has no buffer to replay.
-  setTrailerLocked(false);
+  setTrailerLocked(0, false);
+  setTrailerLocked(1, false);
 }
 
 }  // namespace tiercache

@@ -35,12 +35,20 @@
 // loss (or a block device, whose buffer is anonymous) loses what was not
 // yet written (see docs/design.md, "Flash").
 //
-// Concurrency: inserts, removes and region writes are serialized by one
-// append mutex (the log order is the index order); lookups take it only to
-// copy from the active buffer. Any number of threads may call anything.
+// Concurrency: inserts and removes are serialized by one append mutex (the
+// log order is the index order); lookups take it only to copy from a DRAM
+// buffer. Region I/O runs outside it: there are two buffers, so a full one
+// is sealed (appends go on in the other) and written, and the next region
+// to reuse is read back, by the thread whose append sealed it, after its
+// own operation and without the lock (with background eviction on, the
+// evictor); the seal that reuses that region only drops its entries from
+// the index. An append waits only when the other buffer is still being
+// written or the next region still read. Any number of threads may call
+// anything.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -147,29 +155,64 @@ class FlashStore {
 
  private:
   struct Reinsert;
+  // A value entry of a region read back for reclaim: where it is, in the
+  // region and in scratch_, and its key's hash.
+  struct VictimEntry {
+    uint64_t hash;
+    FlashLoc loc;
+    uint32_t off;
+  };
   uint64_t regionStart(uint64_t r) const { return FlashDevice::kAlign + r * config_.region_size; }
   uint64_t regionOf(uint64_t addr) const { return (addr - FlashDevice::kAlign) / config_.region_size; }
   uint64_t seedOf(uint64_t regionSeq) const { return formatId_ ^ (regionSeq * 0x9E3779B97F4A7C15ull); }
   void format();
   void recover(bool clean);
   void writeSuperblock(bool clean);
+  // appendMu_, once an append of n bytes fits the active buffer or its
+  // seal need not wait for I/O (the other buffer written, the next region
+  // read back). Every appending operation takes the lock here and ends with
+  // finishIo().
+  std::unique_lock<std::mutex> lockForAppend(size_t n);
   // Appends one entry to the active buffer (sealing it first when full);
-  // appendMu_ held. Returns its location.
+  // appendMu_ held (from lockForAppend). Returns its location.
   FlashLoc appendLocked(uint8_t kind, std::string_view key, std::string_view value, uint32_t flags, uint32_t expiry);
-  void sealAndAdvanceLocked();
+  // Switches to the other buffer and the next region (no I/O when that
+  // region was read back ahead); the full buffer waits for finishIo().
+  // Leaves room for an entry of `reserve` bytes (the append that sealed).
+  void sealAndAdvanceLocked(size_t reserve);
+  // The I/O an operation left (the sealed buffer's write, then the next
+  // region's read-back), with appendMu_ released around it; lk is held again
+  // on return.
+  void finishIo(std::unique_lock<std::mutex>& lk);
+  // Waits (lk released) until no region write or read-back is in flight,
+  // doing a pending write itself.
+  void drainIo(std::unique_lock<std::mutex>& lk);
   void writeActiveLocked();
   uint64_t pickVictimLocked() const;
-  void reclaimLocked(uint64_t r, std::vector<Reinsert>& hot);
+  // Reads region r into scratch_ and lists its value entries; needs no
+  // lock (nobody writes r meanwhile, one reclaim at a time).
+  void readVictim(uint64_t r, std::vector<VictimEntry>& entries);
+  // Drops the listed entries of r (still in scratch_) from the index,
+  // except the hit ones (into hot, to append again). Under the lock and in
+  // the same hold as r's activation: an entry dropped earlier would let a
+  // later set of its key skip the tombstone, and r's old contents, still on
+  // the device, bring the older value back after a kill.
+  void dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot);
   void activateLocked(uint64_t r);
   void tombstoneLocked(std::string_view key);
+  char* slotBuf(int slot) const { return wbuf_ + static_cast<size_t>(slot) * slotLen(); }
+  size_t slotLen() const { return config_.region_size + FlashDevice::kAlign; }
+  // The buffer holding region r while its epoch is odd.
+  const char* bufferOfLocked(uint64_t r) const { return slotBuf(slotRegion_[0] == r ? 0 : 1); }
   // Verifies the entry at p (read from loc, region sequence rseq) as key's;
   // counts a hit, checksum failure or key mismatch (not the miss).
   std::optional<FlashItem> checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
                                       const char* p, FlashLoc* where);
   void openWriteBuffer();
-  void setTrailerLocked(bool valid);
+  void setTrailerLocked(int slot, bool valid);
   size_t checkedPrefix(const char* p, uint64_t regionSeq) const;
   uint64_t replayWriteBuffer();
+  uint64_t replayWriteBufferSlot(int slot);
   void ioOrThrow(IoRequest::Op op, char* buf, uint64_t offset, size_t len);
 
   const FlashStoreConfig config_;
@@ -190,14 +233,31 @@ class FlashStore {
   std::unique_ptr<std::atomic<uint64_t>[]> lastRead_;
   std::atomic<uint64_t> clock_{1};
 
-  std::mutex appendMu_;   // everything below
-  AlignedBuffer buf_;     // the write buffer when it is anonymous
-  char* wbuf_ = nullptr;  // the active region's contents, then a trailer page
+  std::mutex appendMu_;    // everything below
+  std::condition_variable ioDone_;  // a region write or reclaim ended
+  AlignedBuffer buf_;               // the write buffers when they are anonymous
+  // Two slots, each a region's contents, then a trailer page: the active
+  // region's, and the sealed one's until it is written.
+  char* wbuf_ = nullptr;
   size_t wbufLen_ = 0;
   int wbufFd_ = -1;        // the write-buffer file (<path>.wbuf), or -1
-  AlignedBuffer scratch_;  // a reclaimed region, read back
+  AlignedBuffer scratch_;  // a reclaimed region, read back (one reclaim at a time)
+  uint64_t slotRegion_[2] = {UINT64_MAX, UINT64_MAX};
+  int activeSlot_ = 0;
   uint64_t active_ = 0;
-  size_t used_ = 0;  // bytes of buf_ in use
+  size_t used_ = 0;  // bytes of the active slot in use
+  // The sealed buffer: waiting for its write (sealPending_), being written
+  // (writeInFlight_).
+  bool sealPending_ = false;
+  bool writeInFlight_ = false;
+  uint64_t sealedRegion_ = 0;
+  size_t sealedUsed_ = 0;
+  // The next region to reuse, read back ahead (its entries listed, still
+  // indexed: they are dropped when it becomes active), or being read.
+  bool prepared_ = false;
+  bool prepInFlight_ = false;
+  uint64_t preparedRegion_ = 0;
+  std::vector<VictimEntry> preparedEntries_;
   uint64_t nextRegionSeq_ = 1;
   uint64_t nextSeq_ = 1;
   bool closed_ = false;

@@ -18,6 +18,8 @@
 #      in /var/tmp, on disk), the movers filling flash regions in batches.
 #
 # usage: scripts/seed-experiment.sh [RUNS] [PAIR...]   PAIR: 2t 1t flash default ceiling (2t 1t default ceiling by default)
+# TIERCACHE_MAX_OPS: cap every run at this many operations per thread
+# (compare --max-ops; the configs' 4M take minutes per flash run).
 # TIERCACHE_BUILD_DIR: the build directory holding tools/tiercache-bench
 # (default: build; built there with scripts/build.sh when missing).
 # Run it on a quiet machine: every figure is a ratio of two sides measured
@@ -51,7 +53,9 @@ for pair in "${pairs[@]}"; do
   esac
   [[ $pair == ceiling ]] || title="$title: background eviction off (A) vs on (B)"
   echo "== $title, $runs runs each =="
-  echo "\$ tiercache-bench compare $a $b -n $runs"
-  "$bench" compare "$a" "$b" -n "$runs" --no-progress
+  cap=()
+  [[ -z "${TIERCACHE_MAX_OPS:-}" ]] || cap=(--max-ops "$TIERCACHE_MAX_OPS")
+  echo "\$ tiercache-bench compare $a $b -n $runs ${cap[*]}"
+  "$bench" compare "$a" "$b" -n "$runs" "${cap[@]}" --no-progress
   echo
 done

@@ -231,5 +231,36 @@ TEST(ReportWorkloadCountersTest, EveryRowIsSummedAndReportedByName) {
   EXPECT_EQ(nlohmann::json::parse(reportJson(WorkloadConfig{}, quiet, nullptr))["workload_counters"]["sets"], 0);
 }
 
+// A flash hit is a hit of no memory tier (the item comes back into tier 0
+// from flash): the hit ratio counts it, the shares of hits are of all hits
+// (flash's included), and flash has its own line. (The shares were of the
+// memory tiers' hits only: DRAM showed 100% of hits while flash served a
+// third of them.)
+TEST(ReportHitsTest, FlashHitsCountAsHitsAndHaveTheirOwnShare) {
+  WorkloadResult r;
+  TierStats dram;
+  dram.name = "dram";
+  r.before.tiers.push_back(dram);
+  dram.hits = 60;
+  r.after.tiers.push_back(dram);
+  r.after.gets = 100;
+  r.after.hits = 60;
+  r.after.flash_hits = 30;
+  r.after.background_evictor.threads = 1;
+  EXPECT_EQ(r.after.allHits(), 90u);
+  EXPECT_DOUBLE_EQ(r.after.hitRatio(), 0.9);
+  const std::string report = formatReport(WorkloadConfig{}, r);
+  EXPECT_NE(report.find("Hit Ratio     : 90.00%"), std::string::npos) << report;
+  EXPECT_NE(tierLines(report, "dram").find("60.00% of gets, 66.67% of hits"), std::string::npos) << report;
+  EXPECT_NE(tierLines(report, "flash").find("30.00% of gets, 33.33% of hits"), std::string::npos) << report;
+  const nlohmann::json j = nlohmann::json::parse(reportJson(WorkloadConfig{}, r, nullptr));
+  EXPECT_NEAR(j["cache"]["hit_ratio"].get<double>(), 0.9, 1e-12) << j["cache"].dump(2);
+  EXPECT_NEAR(j["cache"]["flash_hit_share"].get<double>(), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(j["cache"]["tiers"][0]["hit_share"].get<double>(), 2.0 / 3, 1e-12);
+  // Without flash hits there is no flash line.
+  r.after.flash_hits = 0;
+  EXPECT_EQ(tierLines(formatReport(WorkloadConfig{}, r), "flash"), "");
+}
+
 }  // namespace
 }  // namespace tiercache::bench
