@@ -233,7 +233,7 @@ class FlashStore {
   std::unique_ptr<std::atomic<uint64_t>[]> lastRead_;
   std::atomic<uint64_t> clock_{1};
 
-  std::mutex appendMu_;    // everything below
+  std::mutex appendMu_;             // everything below
   std::condition_variable ioDone_;  // a region write or reclaim ended
   AlignedBuffer buf_;               // the write buffers when they are anonymous
   // Two slots, each a region's contents, then a trailer page: the active
