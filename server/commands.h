@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../allocator/cache.h"
+#include "pending_reads.h"
 #include "protocol.h"
 #include "server_config.h"
 
@@ -63,7 +64,8 @@ struct WorkerCounters {
   X(store_no_memory, "values the cache could not allocate")                             \
   X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
   X(bytes_read, "bytes read from clients")                                              \
-  X(bytes_written, "bytes queued to clients")
+  X(bytes_written, "bytes queued to clients")                                           \
+  X(flash_async_reads, "get batches and mg requests that waited for flash off the worker")
 #define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
   TIERCACHE_SERVER_COUNTERS(TIERCACHE_DECLARE_COUNTER)
 #undef TIERCACHE_DECLARE_COUNTER
@@ -99,8 +101,11 @@ class CommandHandler {
  public:
   CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state);
 
-  // Any request that carries no value.
-  Next execute(const Request& r, ReplySink& out, WorkerCounters& c);
+  // Any request that carries no value. With `flash` (configs with a flash
+  // store), an mg whose key may be on flash does not wait for it: it returns
+  // with flash->inFlight(), and is executed again with the same request
+  // once the read is in (it then only writes the reply).
+  Next execute(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash = nullptr);
 
   // Storage requests, in two steps around reading the value. beginStore
   // prepares where the value is to be read (value.data(), valueBytes long);
@@ -112,9 +117,12 @@ class CommandHandler {
   // get/gets/gat/gats from key `first` on, in batches of kGetBatch keys (so
   // a multiget pins at most a batch at once); stops after a batch when
   // out.full(). Returns the next key to answer, or r.keys.size() once the
-  // closing END is written.
+  // closing END is written. With `flash`, get/gets look a batch up with
+  // findManyAsync: when some of its keys are being read from flash, it
+  // returns that batch's first key with flash->inFlight(); called again
+  // from there once the read is in, it answers the batch and goes on.
   static constexpr size_t kGetBatch = 16;
-  size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c);
+  size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c, FlashRead* flash = nullptr);
 
   static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
 
@@ -123,7 +131,7 @@ class CommandHandler {
   void stats(const Request& r, ReplySink& out, WorkerCounters& c);
   // "stats cachedump <class> <limit>" into s; false for bad arguments.
   bool cachedump(std::string_view args, const CacheStats& cs, std::string& s);
-  void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
   void memlimit(const Request& r, ReplySink& out);
