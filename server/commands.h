@@ -41,30 +41,30 @@ class ReplySink {
 // One worker's counters: written by that worker only (relaxed), read by any
 // thread answering `stats`.
 struct WorkerCounters {
-#define TIERCACHE_SERVER_COUNTERS(X)                                                    \
-  X(cmd_get, "get/gets/gat/gats keys looked up and mg requests")                        \
+#define TIERCACHE_SERVER_COUNTERS(X)                                                          \
+  X(cmd_get, "get/gets/gat/gats keys looked up and mg requests")                              \
   X(cmd_set, "storage commands whose value was read (set/add/replace/append/prepend/cas/ms)") \
-  X(cmd_flush, "flush_all requests")                                                    \
-  X(cmd_touch, "touch, gat and gats keys")                                              \
-  X(cmd_meta, "meta commands")                                                          \
-  X(get_hits, "keys found by get-like commands")                                        \
-  X(get_misses, "keys not found by get-like commands")                                  \
-  X(delete_hits, "deletes that removed a key")                                          \
-  X(delete_misses, "deletes of an absent key")                                          \
-  X(incr_hits, "incr/ma increments of a present key")                                   \
-  X(incr_misses, "incr/ma increments of an absent key")                                 \
-  X(decr_hits, "decr/ma decrements of a present key")                                   \
-  X(decr_misses, "decr/ma decrements of an absent key")                                 \
-  X(cas_hits, "cas that stored")                                                        \
-  X(cas_misses, "cas of an absent key")                                                 \
-  X(cas_badval, "cas whose token no longer matched")                                    \
-  X(touch_hits, "touch/gat of a present key")                                           \
-  X(touch_misses, "touch/gat of an absent key")                                         \
-  X(store_too_large, "values refused as larger than max_item_size")                     \
-  X(store_no_memory, "values the cache could not allocate")                             \
-  X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
-  X(bytes_read, "bytes read from clients")                                              \
-  X(bytes_written, "bytes queued to clients")                                           \
+  X(cmd_flush, "flush_all requests")                                                          \
+  X(cmd_touch, "touch, gat and gats keys")                                                    \
+  X(cmd_meta, "meta commands")                                                                \
+  X(get_hits, "keys found by get-like commands")                                              \
+  X(get_misses, "keys not found by get-like commands")                                        \
+  X(delete_hits, "deletes that removed a key")                                                \
+  X(delete_misses, "deletes of an absent key")                                                \
+  X(incr_hits, "incr/ma increments of a present key")                                         \
+  X(incr_misses, "incr/ma increments of an absent key")                                       \
+  X(decr_hits, "decr/ma decrements of a present key")                                         \
+  X(decr_misses, "decr/ma decrements of an absent key")                                       \
+  X(cas_hits, "cas that stored")                                                              \
+  X(cas_misses, "cas of an absent key")                                                       \
+  X(cas_badval, "cas whose token no longer matched")                                          \
+  X(touch_hits, "touch/gat of a present key")                                                 \
+  X(touch_misses, "touch/gat of an absent key")                                               \
+  X(store_too_large, "values refused as larger than max_item_size")                           \
+  X(store_no_memory, "values the cache could not allocate")                                   \
+  X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                               \
+  X(bytes_read, "bytes read from clients")                                                    \
+  X(bytes_written, "bytes queued to clients")                                                 \
   X(flash_async_reads, "get batches and mg requests that waited for flash off the worker")
 #define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
   TIERCACHE_SERVER_COUNTERS(TIERCACHE_DECLARE_COUNTER)

@@ -170,7 +170,6 @@ struct Connection final : ReplySink {
   uint64_t remaining = 0;  // kSwallow: bytes still to discard
   char trailer[2] = {};
   OutputQueue out;
-  FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
   bool reading = false;  // readEvent added
   bool writing = false;  // writeEvent added
   bool paused = false;   // output above kOutputHigh: requests wait
@@ -179,6 +178,7 @@ struct Connection final : ReplySink {
   bool closing = false;  // write what is owed, then close
   bool failed = false;   // socket error: close now
   const char* why = "done";
+  FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
 
   size_t available() const { return inEnd - inStart; }
 
