@@ -41,6 +41,9 @@ namespace {
 }  // namespace
 
 CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
+  // Checked up front: the lock-free walk mostly takes no stripe lock, but
+  // may fall back to it (or try it, to move the key to the front).
+  TC_DCHECK(dcheck::classLocksHeldByThisThread() == 0);
   CompressedRef found;
   switch (acquireLockFree(key, hash, item, found)) {
     case Lookup::kHit: return found;

@@ -163,6 +163,11 @@ class Cache final : private ItemFate {
   // Like find, but records no access: no policy update, no promotion, no
   // get/hit counted.
   ReadHandle peek(std::string_view key);
+  // Whether key may be cached, answered without reading flash: true for a
+  // live item in memory (looked at as peek does, recording nothing), else
+  // whether the flash store's index has an entry for the key's tag (which
+  // may be another key's). false: the key is certainly not cached.
+  bool couldExist(std::string_view key);
   // One handle per key, in order; empty where absent. Hashes every key and
   // prefetches buckets, then items, so the cache misses overlap; the keys
   // that miss memory are read from flash in one batch, in parallel (it

@@ -580,7 +580,7 @@ const config::Schema& schema() {
            .field = TC_FIELD(c.allocation.growth_factor),
            .min = 1,
            .minExclusive = true,
-           .max = 8},
+           .max = 10},  // CacheLib has no bound; its cachebench configs go up to 10
           {.section = kAllocation,
            .name = "sizes",
            .type = Type::kSizeList,

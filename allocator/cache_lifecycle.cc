@@ -281,6 +281,11 @@ ReadHandle Cache::peek(std::string_view key) {
   return h;
 }
 
+bool Cache::couldExist(std::string_view key) {
+  if (peek(key)) return true;
+  return flash_ && flash_->store().mayContain(key);  // the index only: no read
+}
+
 std::vector<ReadHandle> Cache::findMany(std::span<const std::string_view> keys) {
   std::vector<ReadHandle> out(keys.size());
   constexpr size_t kBatch = 32;  // hashes kept on the stack per round

@@ -62,6 +62,7 @@ const std::map<std::string, std::string>& pathMap() {
       {"workload.key_pools", "test_config.keyPoolDistribution"},
       {"workload.op_pools", "test_config.opPoolDistribution"},
       {"workload.op_delay_ns", "test_config.opDelayNs"},
+      {"workload.pool_distributions", "test_config.poolDistributions"},
       {"workload", "test_config"},
   };
   return kMap;
@@ -262,10 +263,17 @@ FlashPlace placeFlashFile(const std::vector<std::string>& paths, const std::stri
   const std::filesystem::file_status st = std::filesystem::status(p, ec);
   if (std::filesystem::is_directory(st)) return {scratchIn(p), true, ""};
   if (std::filesystem::is_regular_file(st)) return {p.string(), false, ""};
+  // A device path that is not there (ssd_perf's /dev/md0 on a machine
+  // without that array) gets no file either: /dev is no place for one.
+  const bool devicePath = p.lexically_normal().string().rfind("/dev/", 0) == 0;
   if (std::filesystem::exists(st)) {
     out.note = key + " (" + p.string() +
                " is not a regular file; tiercache-bench never writes a device a config "
                "names: the flash file is in /var/tmp)";
+  } else if (devicePath) {
+    out.note = key + " (" + p.string() +
+               " names a device that is not there; tiercache-bench creates no file "
+               "under /dev: the flash file is in /var/tmp)";
   } else if (p.has_parent_path() && std::filesystem::is_directory(p.parent_path(), ec)) {
     return {p.string(), true, ""};
   } else {
@@ -643,28 +651,6 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     std::string d = text(v, p);
     if (!d.empty()) configDir = d;
   });
-  // The distribution keys, with what the side files say in their place.
-  json dist = tc;
-  ttake("valSizeDistFile", [&](const json& v, const std::string& p) {
-    std::string f = text(v, p);
-    if (f.empty()) return;
-    json side = readSideFile(configDir, f, p);
-    for (const char* k : {"valSizeRange", "valSizeRangeProbability"})
-      if (side.contains(k)) dist[k] = side[k];
-  });
-  ttake("popDistFile", [&](const json& v, const std::string& p) {
-    std::string f = text(v, p);
-    if (f.empty()) return;
-    json side = readSideFile(configDir, f, p);
-    for (const char* k : {"popularityBuckets", "popularityWeights"})
-      if (side.contains(k)) dist[k] = side[k];
-  });
-  auto dat = [&](const char* key) -> const json* { return at(dist, key); };
-  ttake("poolDistributions", [&](const json&, const std::string& p) {
-    throw ConfigError(p, "per-pool workload distributions are not implemented; give one distribution in "
-                         "test_config (keyPoolDistribution still spreads its keys over pools)");
-  });
-
   std::string stressor;
   ttake("name", [&](const json& v, const std::string& p) {
     std::string n = text(v, p);
@@ -698,84 +684,156 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   ttake("numThreads", [&](const json& v, const std::string& p) { w.threads = count32(v, p); });
   ttake("numKeys", [&](const json& v, const std::string& p) { w.keys = count(v, p); });
   if (replay && !at(tc, "numKeys")) w.keys = 1;  // unused by a replay
-  testHandled.push_back("keySizeRange");
-  testHandled.push_back("keySizeRangeProbability");
-  testHandled.push_back("valSizeRange");
-  testHandled.push_back("valSizeRangeProbability");
-  if (const json* v = dat("keySizeRange"))
-    w.key_size_buckets = sizePieces(*v, dat("keySizeRangeProbability"), tpath("keySizeRange"),
-                                    tpath("keySizeRangeProbability"), /*discreteAllowed=*/false);
-  if (const json* v = dat("valSizeRange"))
-    w.value_size_buckets = sizePieces(*v, dat("valSizeRangeProbability"), tpath("valSizeRange"),
-                                      tpath("valSizeRangeProbability"), /*discreteAllowed=*/true);
-  double get = 0, set = 0, del = 0, lone = 0;
-  ttake("getRatio", [&](const json& v, const std::string& p) { get = number(v, p); });
-  ttake("setRatio", [&](const json& v, const std::string& p) { set = number(v, p); });
-  ttake("delRatio", [&](const json& v, const std::string& p) { del = number(v, p); });
-  ttake("loneGetRatio", [&](const json& v, const std::string& p) { lone = number(v, p); });
-  // Chained items (allocator/chained_items.h): the op finds or sets the
-  // key's parent and adds a chain drawn from the chainedItem* ranges.
-  double chained = 0;
-  ttake("addChainedRatio", [&](const json& v, const std::string& p) {
-    chained = number(v, p);
-    if (!(chained >= 0)) throw ConfigError(p, "must not be negative");
-  });
-  for (const char* k : {"chainedItemLengthRange", "chainedItemLengthRangeProbability", "chainedItemValSizeRange",
-                        "chainedItemValSizeRangeProbability"})
-    testHandled.push_back(k);
-  if (chained > 0) {
-    const json* len = dat("chainedItemLengthRange");
-    const json* val = dat("chainedItemValSizeRange");
-    if (!len) throw ConfigError(tpath("chainedItemLengthRange"), "missing (needed with addChainedRatio)");
-    if (!val) throw ConfigError(tpath("chainedItemValSizeRange"), "missing (needed with addChainedRatio)");
-    w.chain_length_buckets = sizePieces(*len, dat("chainedItemLengthRangeProbability"),
-                                        tpath("chainedItemLengthRange"), tpath("chainedItemLengthRangeProbability"),
-                                        /*discreteAllowed=*/true);
-    w.chain_value_size_buckets = sizePieces(*val, dat("chainedItemValSizeRangeProbability"),
-                                            tpath("chainedItemValSizeRange"),
-                                            tpath("chainedItemValSizeRangeProbability"), /*discreteAllowed=*/true);
-  }
-  double update = 0;
-  ttake("updateRatio", [&](const json& v, const std::string& p) {
-    update = number(v, p);
-    if (!(update >= 0)) throw ConfigError(p, "must not be negative");
-  });
-  for (const char* k : {"couldExistRatio", "loneSetRatio"})
-    ttake(k, [&](const json& v, const std::string& p) {
-      refuseIfSet(v, p, std::string("tiercache-bench has no ") + k + " operation; set it to 0");
+  // The distribution keys (cachebench's DistributionConfig), with what the
+  // side files say in their place. With poolDistributions cachebench reads
+  // them from its entries only: one entry serves every pool, more give each
+  // pool its own (WorkloadConfig::pool_distributions).
+  // clang-format off
+  static const char* const kDistributionKeys[] = {
+      "keySizeRange", "keySizeRangeProbability", "valSizeRange", "valSizeRangeProbability", "valSizeDistFile",
+      "chainedItemLengthRange", "chainedItemLengthRangeProbability", "chainedItemValSizeRange",
+      "chainedItemValSizeRangeProbability", "ttlSecsRange", "ttlSecsRangeProbability", "popularityBuckets",
+      "popularityWeights", "popDistFile", "getRatio", "setRatio", "delRatio", "addChainedRatio", "loneGetRatio",
+      "loneSetRatio", "updateRatio", "couldExistRatio", "useLegacyKeyGen"};
+  // clang-format on
+  const std::string legacy = "useLegacyKeyGen";  // an ignored key, wherever it is (the warning names it)
+  for (const char* k : kDistributionKeys)
+    if (k != legacy) testHandled.push_back(k);
+  testHandled.push_back("poolDistributions");
+  // Reads one distribution from `dist` into d's sizes, ratios, chains,
+  // popularity and TTLs; errors name its keys with `prefix`.
+  auto readDistribution = [&](json dist, const std::string& prefix, WorkloadConfig& d) {
+    auto dpath = [&](const std::string& k) { return prefix + k; };
+    auto dtake = [&](const char* key, auto fn) {
+      if (const json* v = at(dist, key)) fn(*v, dpath(key));
+    };
+    dtake("valSizeDistFile", [&](const json& v, const std::string& p) {
+      std::string f = text(v, p);
+      if (f.empty()) return;
+      json side = readSideFile(configDir, f, p);
+      for (const char* k : {"valSizeRange", "valSizeRangeProbability"})
+        if (side.contains(k)) dist[k] = side[k];
     });
-  for (double r : {get, set, del, lone})
-    if (!(r >= 0)) throw ConfigError("test_config", "operation ratios must not be negative");
-  double total = get + set + del + lone + chained + update;
-  if (replay) {
-    get = 1, set = del = lone = chained = update = 0, total = 1;  // the trace says what each request is
-  } else if (!stressor.empty()) {
-    get = 1, set = del = lone = chained = update = 0, total = 1;  // the stressor has its own operations
-  } else if (!(total > 0)) {
-    throw ConfigError("test_config", "getRatio, setRatio, delRatio and loneGetRatio are all 0 (a workload needs "
-                                     "operations; a trace replay needs generator \"replay\")");
-  }
-  // cachebench draws operations in proportion to the ratios.
-  w.get_ratio = get / total;
-  w.set_ratio = set / total;
-  w.remove_ratio = del / total;
-  w.lone_get_ratio = lone / total;
-  w.add_chained_ratio = chained / total;
-  w.update_ratio = update / total;
-  testHandled.push_back("popularityBuckets");
-  testHandled.push_back("popularityWeights");
-  if (const json* v = dat("popularityBuckets")) {
-    w.popularity.kind = PopularityKind::kPiecewise;
-    w.popularity.bucket_sizes = numbers(*v, tpath("popularityBuckets"));
-    const json* weights = dat("popularityWeights");
-    if (!weights) throw ConfigError(tpath("popularityWeights"), "missing (needed with popularityBuckets)");
-    w.popularity.bucket_weights = numbers(*weights, tpath("popularityWeights"));
+    dtake("popDistFile", [&](const json& v, const std::string& p) {
+      std::string f = text(v, p);
+      if (f.empty()) return;
+      json side = readSideFile(configDir, f, p);
+      for (const char* k : {"popularityBuckets", "popularityWeights"})
+        if (side.contains(k)) dist[k] = side[k];
+    });
+    auto dat = [&](const char* key) -> const json* { return at(dist, key); };
+    if (const json* v = dat("keySizeRange"))
+      d.key_size_buckets = sizePieces(*v, dat("keySizeRangeProbability"), dpath("keySizeRange"),
+                                      dpath("keySizeRangeProbability"), /*discreteAllowed=*/false);
+    if (const json* v = dat("valSizeRange"))
+      d.value_size_buckets = sizePieces(*v, dat("valSizeRangeProbability"), dpath("valSizeRange"),
+                                        dpath("valSizeRangeProbability"), /*discreteAllowed=*/true);
+    double get = 0, set = 0, del = 0, lone = 0, chained = 0, update = 0, couldExist = 0, loneSet = 0;
+    auto ratio = [&](double& r) {
+      return [&r](const json& v, const std::string& p) {
+        r = number(v, p);
+        if (!(r >= 0)) throw ConfigError(p, "must not be negative");
+      };
+    };
+    dtake("getRatio", ratio(get));
+    dtake("setRatio", ratio(set));
+    dtake("delRatio", ratio(del));
+    dtake("loneGetRatio", ratio(lone));
+    // Chained items (allocator/chained_items.h): the op finds or sets the
+    // key's parent and adds a chain drawn from the chainedItem* ranges.
+    dtake("addChainedRatio", ratio(chained));
+    dtake("updateRatio", ratio(update));
+    dtake("couldExistRatio", ratio(couldExist));  // Cache::couldExist: memory, then the flash index
+    dtake("loneSetRatio", ratio(loneSet));        // a set of a fresh key (KeySpace::loneSetKey)
+    if (chained > 0) {
+      const json* len = dat("chainedItemLengthRange");
+      const json* val = dat("chainedItemValSizeRange");
+      if (!len) throw ConfigError(dpath("chainedItemLengthRange"), "missing (needed with addChainedRatio)");
+      if (!val) throw ConfigError(dpath("chainedItemValSizeRange"), "missing (needed with addChainedRatio)");
+      d.chain_length_buckets =
+          sizePieces(*len, dat("chainedItemLengthRangeProbability"), dpath("chainedItemLengthRange"),
+                     dpath("chainedItemLengthRangeProbability"), /*discreteAllowed=*/true);
+      d.chain_value_size_buckets =
+          sizePieces(*val, dat("chainedItemValSizeRangeProbability"), dpath("chainedItemValSizeRange"),
+                     dpath("chainedItemValSizeRangeProbability"), /*discreteAllowed=*/true);
+    }
+    double total = get + set + del + lone + chained + update + couldExist + loneSet;
+    if (replay || !stressor.empty()) {
+      // The trace says what each request is; a stressor has its own operations.
+      get = 1, set = del = lone = chained = update = couldExist = loneSet = 0, total = 1;
+    } else if (!(total > 0)) {
+      throw ConfigError(prefix.substr(0, prefix.size() - 1),
+                        "getRatio, setRatio, delRatio and loneGetRatio are all 0 (a workload needs "
+                        "operations; a trace replay needs generator \"replay\")");
+    }
+    // cachebench draws operations in proportion to the ratios.
+    d.get_ratio = get / total;
+    d.set_ratio = set / total;
+    d.remove_ratio = del / total;
+    d.lone_get_ratio = lone / total;
+    d.add_chained_ratio = chained / total;
+    d.update_ratio = update / total;
+    d.could_exist_ratio = couldExist / total;
+    d.lone_set_ratio = loneSet / total;
+    if (const json* v = dat("popularityBuckets")) {
+      d.popularity.kind = PopularityKind::kPiecewise;
+      d.popularity.bucket_sizes = numbers(*v, dpath("popularityBuckets"));
+      const json* weights = dat("popularityWeights");
+      if (!weights) throw ConfigError(dpath("popularityWeights"), "missing (needed with popularityBuckets)");
+      d.popularity.bucket_weights = numbers(*weights, dpath("popularityWeights"));
+    } else {
+      if (dat("popularityWeights")) throw ConfigError(dpath("popularityWeights"), "needs popularityBuckets");
+      // cachebench without buckets: a normal distribution centred on the middle
+      // key with a standard deviation of a quarter of the key range.
+      d.popularity.kind = PopularityKind::kNormal;
+      d.popularity.stddev_fraction = 0.25;
+    }
+    // TTL: cachebench draws a TTL per key from ttlSecsRange (discrete or
+    // piecewise, as valSizeRange); ttlRatio (below) gives the share of keys.
+    if (const json* v = dat("ttlSecsRange"); v && !(v->is_array() && v->empty())) {
+      d.ttl_secs_buckets = sizePieces(*v, dat("ttlSecsRangeProbability"), dpath("ttlSecsRange"),
+                                      dpath("ttlSecsRangeProbability"), /*discreteAllowed=*/true);
+    } else if (const json* pr = dat("ttlSecsRangeProbability"); pr && !(pr->is_array() && pr->empty())) {
+      throw ConfigError(dpath("ttlSecsRangeProbability"), "needs ttlSecsRange");
+    }
+  };
+  // The entries of poolDistributions, read into one WorkloadConfig each.
+  std::vector<WorkloadConfig> perPool;
+  // Where the distribution keys were written, for errors our validation
+  // finds: "" (test_config), the one entry, or the list (several entries).
+  std::string distFrom;
+  if (const json* pd = at(tc, "poolDistributions")) {
+    const std::string p = tpath("poolDistributions");
+    if (!pd->is_array() || pd->empty()) throw ConfigError(p, "must be a non-empty array of objects");
+    distFrom = pd->size() == 1 ? p + "[0]." : p;
+    for (const char* k : kDistributionKeys) {
+      if (at(tc, k) && k != legacy)
+        out.ignored.push_back(tpath(k) + " (not read: poolDistributions gives the distribution)");
+    }
+    for (size_t i = 0; i < pd->size(); ++i) {
+      const json& entry = (*pd)[i];
+      const std::string prefix = p + "[" + std::to_string(i) + "].";
+      if (!entry.is_object()) throw ConfigError(p + "[" + std::to_string(i) + "]", "must be an object");
+      json dist = json::object();
+      for (const auto& [key, val] : entry.items()) {
+        const bool known = std::find_if(std::begin(kDistributionKeys), std::end(kDistributionKeys),
+                                        [&](const char* k) { return key == k; }) != std::end(kDistributionKeys);
+        if (known && key != legacy) {
+          dist[key] = val;
+        } else {
+          out.ignored.push_back(prefix + key + ignoredNote(CachebenchSection::kTestConfig, key));
+        }
+      }
+      if (pd->size() == 1) {
+        readDistribution(dist, prefix, w);  // one entry serves every pool: the workload's own
+        continue;
+      }
+      WorkloadConfig d = w;
+      readDistribution(dist, prefix, d);
+      perPool.push_back(std::move(d));
+    }
   } else {
-    if (dat("popularityWeights")) throw ConfigError(tpath("popularityWeights"), "needs popularityBuckets");
-    // cachebench without buckets: a normal distribution centred on the middle
-    // key with a standard deviation of a quarter of the key range.
-    w.popularity.kind = PopularityKind::kNormal;
-    w.popularity.stddev_fraction = 0.25;
+    readDistribution(tc, "test_config.", w);
   }
   ttake("enableLookaside", [&](const json& v, const std::string& p) { w.lookaside = boolean(v, p); });
   ttake("prepopulateCache", [&](const json& v, const std::string& p) { w.prepopulate = boolean(v, p); });
@@ -807,6 +865,85 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     w.op_pools = opPools;
     w.op_pools.resize(keyPools.size(), 0.0);
   }
+  // Several poolDistributions entries: pool p draws from entry p (as
+  // cachebench's generators index them). The workload's own sizes become
+  // their envelope and its ratios their mix by operation weight; chains and
+  // TTLs stay the workload's, so the entries must agree on them.
+  if (!perPool.empty()) {
+    const std::string pdPath = tpath("poolDistributions");
+    if (perPool.size() != keyPools.size())
+      throw ConfigError(pdPath, "has " + std::to_string(perPool.size()) + " entries but keyPoolDistribution has " +
+                                    std::to_string(keyPools.size()) +
+                                    " pools (one entry serves every pool; several must be one per pool)");
+    auto same = [](const std::vector<SizeBucket>& a, const std::vector<SizeBucket>& b) {
+      return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const SizeBucket& x, const SizeBucket& y) {
+        return x.range.min == y.range.min && x.range.max == y.range.max && x.weight == y.weight;
+      });
+    };
+    auto envelope = [](const std::vector<SizeBucket>& buckets) {
+      SizeRange r = buckets[0].range;
+      for (const SizeBucket& b : buckets) r.min = std::min(r.min, b.range.min), r.max = std::max(r.max, b.range.max);
+      return r;
+    };
+    const std::vector<double> weights = w.poolOpWeights();
+    double totalWeight = 0;
+    for (double x : weights) totalWeight += x;
+    w.get_ratio = w.set_ratio = w.remove_ratio = w.lone_get_ratio = w.add_chained_ratio = w.update_ratio =
+        w.could_exist_ratio = w.lone_set_ratio = 0;
+    w.key_size_buckets.clear();
+    w.value_size_buckets.clear();
+    w.chain_length_buckets.clear();
+    w.chain_value_size_buckets.clear();
+    for (size_t p = 0; p < perPool.size(); ++p) {
+      const WorkloadConfig& d = perPool[p];
+      const std::string at = pdPath + "[" + std::to_string(p) + "].";
+      if (d.key_size_buckets.empty()) throw ConfigError(at + "keySizeRange", "missing (every entry needs its own)");
+      if (d.value_size_buckets.empty())
+        throw ConfigError(at + "valSizeRange", "missing (every entry needs its own, or a valSizeDistFile)");
+      if (d.add_chained_ratio > 0) {
+        if (w.chain_length_buckets.empty()) {
+          w.chain_length_buckets = d.chain_length_buckets;
+          w.chain_value_size_buckets = d.chain_value_size_buckets;
+        } else if (!same(w.chain_length_buckets, d.chain_length_buckets) ||
+                   !same(w.chain_value_size_buckets, d.chain_value_size_buckets)) {
+          throw ConfigError(at + "chainedItemLengthRange",
+                            "differs from an earlier entry's: chains have one shape for every pool");
+        }
+      }
+      if (p == 0) {
+        w.ttl_secs_buckets = d.ttl_secs_buckets;
+      } else if (!same(w.ttl_secs_buckets, d.ttl_secs_buckets)) {
+        throw ConfigError(at + "ttlSecsRange", "differs from entry 0's: TTLs have one distribution for every pool");
+      }
+      const double f = weights[p] / totalWeight;
+      w.get_ratio += f * d.get_ratio;
+      w.set_ratio += f * d.set_ratio;
+      w.remove_ratio += f * d.remove_ratio;
+      w.lone_get_ratio += f * d.lone_get_ratio;
+      w.add_chained_ratio += f * d.add_chained_ratio;
+      w.update_ratio += f * d.update_ratio;
+      w.could_exist_ratio += f * d.could_exist_ratio;
+      w.lone_set_ratio += f * d.lone_set_ratio;
+      for (SizeBucket b : d.key_size_buckets) w.key_size_buckets.push_back(b);
+      for (SizeBucket b : d.value_size_buckets) w.value_size_buckets.push_back(b);
+      PoolDistribution pool;
+      pool.key_size_buckets = d.key_size_buckets;
+      pool.value_size_buckets = d.value_size_buckets;
+      pool.key_size = envelope(d.key_size_buckets);
+      pool.value_size = envelope(d.value_size_buckets);
+      pool.get_ratio = d.get_ratio;
+      pool.set_ratio = d.set_ratio;
+      pool.remove_ratio = d.remove_ratio;
+      pool.lone_get_ratio = d.lone_get_ratio;
+      pool.add_chained_ratio = d.add_chained_ratio;
+      pool.update_ratio = d.update_ratio;
+      pool.could_exist_ratio = d.could_exist_ratio;
+      pool.lone_set_ratio = d.lone_set_ratio;
+      pool.popularity = d.popularity;
+      w.pool_distributions.push_back(std::move(pool));
+    }
+    w.popularity = perPool[0].popularity;  // unused: each pool draws by its own
+  }
 
   ttake("opDelayBatch", [&](const json& v, const std::string& p) { w.op_delay_batch = count(v, p); });
   ttake("opDelayNs", [&](const json& v, const std::string& p) {
@@ -817,11 +954,8 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     refuseIfSet(v, p, "tiercache-bench does not limit the operation rate; set it to 0 (opDelayBatch and "
                       "opDelayNs pace a thread)");
   });
-  // TTL: cachebench draws a TTL per key from ttlSecsRange (discrete or
-  // piecewise, as valSizeRange); ttlRatio, tiercache-bench's reading of an
-  // older key, gives the share of keys that get one (default: all).
-  testHandled.push_back("ttlSecsRange");
-  testHandled.push_back("ttlSecsRangeProbability");
+  // ttlRatio, tiercache-bench's reading of an older key, gives the share of
+  // keys that get a TTL from ttlSecsRange (default: all).
   double ttlRatio = 1.0;
   bool ttlRatioSet = false;
   ttake("ttlRatio", [&](const json& v, const std::string& p) {
@@ -829,12 +963,8 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     ttlRatioSet = true;
     if (!(ttlRatio >= 0 && ttlRatio <= 1)) throw ConfigError(p, "must be in [0, 1]");
   });
-  if (const json* v = dat("ttlSecsRange"); v && !(v->is_array() && v->empty())) {
-    w.ttl_secs_buckets = sizePieces(*v, dat("ttlSecsRangeProbability"), tpath("ttlSecsRange"),
-                                    tpath("ttlSecsRangeProbability"), /*discreteAllowed=*/true);
+  if (!w.ttl_secs_buckets.empty()) {
     w.ttl_ratio = ttlRatio;
-  } else if (const json* pr = dat("ttlSecsRangeProbability"); pr && !(pr->is_array() && pr->empty())) {
-    throw ConfigError(tpath("ttlSecsRangeProbability"), "needs ttlSecsRange");
   } else if (ttlRatioSet && ttlRatio > 0) {
     throw ConfigError(tpath("ttlRatio"), "needs ttlSecsRange (the TTLs to draw)");
   }
@@ -921,7 +1051,13 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
     w.validate();
   } catch (const ConfigError& e) {
     std::string reason = std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2);
-    throw ConfigError(cachebenchKeyFor(e.path()), reason + " [as " + e.path() + "]" + where);
+    std::string key = cachebenchKeyFor(e.path());
+    // A distribution key read from poolDistributions is named there.
+    const std::string rest = key.rfind("test_config.", 0) == 0 ? key.substr(12) : "";
+    const bool distKey = std::find_if(std::begin(kDistributionKeys), std::end(kDistributionKeys),
+                                      [&](const char* k) { return rest == k; }) != std::end(kDistributionKeys);
+    if (!distFrom.empty() && distKey) key = distFrom.back() == '.' ? distFrom + rest : distFrom;
+    throw ConfigError(key, reason + " [as " + e.path() + "]" + where);
   }
   try {
     c.normalize();
@@ -954,6 +1090,11 @@ CachebenchConfig importCachebench(std::string_view document, const std::string& 
   out.stressor = stressor;
   if (!stressor.empty() && at(tc, "numThreads")) out.stressor_threads = w.threads;
   return out;
+}
+
+std::vector<std::string> CachebenchConfig::scratchFiles() const {
+  if (flash_scratch.empty()) return {};
+  return {flash_scratch, flash_scratch + ".wbuf"};
 }
 
 std::string policyForAllocator(const std::string& allocator) {

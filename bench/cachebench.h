@@ -47,6 +47,10 @@ struct CachebenchConfig {
   // The flash file the import made up for nvmCacheSizeMB (remove it after
   // the run); "" when there is none or it is the config's own file.
   std::string flash_scratch;
+  // The files to remove after the run: flash_scratch and the store's
+  // write-buffer file beside it (<path>.wbuf, flash/flash_store.h). Empty
+  // when flash_scratch is.
+  std::vector<std::string> scratchFiles() const;
 };
 
 // cachebench allocator -> tiercache eviction.policy name ("" when none maps).

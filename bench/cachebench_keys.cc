@@ -28,7 +28,8 @@ constexpr CachebenchKey kKeys[] = {
     {kCacheConfig, "", "(slab size)", "", kNote, "`slab_size`",
      "CacheLib's slabs are 4 MiB. tiercache uses 4 MiB too, except when a tier gets less than 256 MiB and the largest "
      "class is at most 1 MiB: then 1 MiB, so that a small tier still has slabs for every size class in use"},
-    {kCacheConfig, "allocFactor", "`allocFactor`", "number", kHonoured, "`allocation.growth_factor`", ""},
+    {kCacheConfig, "allocFactor", "`allocFactor`", "number", kHonoured, "`allocation.growth_factor`",
+     "in (1, 10]: CacheLib has no upper bound, its own configs go up to 10"},
     {kCacheConfig, "minAllocSize", "`minAllocSize`", "integer", kHonoured, "`allocation.min_size`", ""},
     {kCacheConfig, "maxAllocSize", "`maxAllocSize`", "integer", kHonoured, "`allocation.max_size`",
      "when absent: min(slab size, 1 MiB); when the workload's largest key + value need more, CacheLib's own default, "
@@ -100,8 +101,9 @@ constexpr CachebenchKey kKeys[] = {
      "1/8 of the machine's memory; the warning says when it is capped"},
     {kCacheConfig, "nvmCachePaths", "`nvmCachePaths`", "list of strings", kHonoured, "`flash.path`",
      "the first entry: a directory gets a file of its own (removed after the run); an existing regular file is used "
-     "and kept; a block device is **never** written (it would be overwritten) and a path whose directory does not "
-     "exist is not created: then, as without the key, a file in `/var/tmp` (removed after the run), and the warning "
+     "and kept; a block device is **never** written (it would be overwritten), no file is made under `/dev` for a "
+     "device that is not there (`/dev/md0`), and a path whose directory does not exist is not created: then, as "
+     "without the key, a file in `/var/tmp` (removed after the run), and the warning "
      "says why. More entries (Navy's RAID-0) are named in the warning: the store has one file"},
     {kCacheConfig, "navyRegionSizeMB", "`navyRegionSizeMB`", "integer", kHonoured, "`flash.region_size` = MiB × 2^20",
      "default 16, as Navy's"},
@@ -473,8 +475,17 @@ constexpr CachebenchKey kKeys[] = {
     {kTestConfig, "updateRatio", "`updateRatio`", "number", kHonoured, "`update_ratio`",
      "cachebench's update: a find of the key to write it, counted as a get; a miss is not filled (CacheLib then bumps "
      "an item-record version, which does nothing without item records)"},
-    {kTestConfig, "couldExistRatio loneSetRatio", "`couldExistRatio`, `loneSetRatio`", "number", kRefusedIfSet, "—",
-     "non-zero is refused: tiercache-bench has no such operation"},
+    {kTestConfig, "couldExistRatio", "`couldExistRatio`", "number", kHonoured, "`could_exist_ratio`",
+     "a weight like the other ratios. cachebench's couldExist, as `Cache::couldExist`: true for a live item in memory "
+     "(looked at as `peek` does: no access recorded, nothing promoted), else whether the flash store's index has an "
+     "entry for the key's tag; nothing is read from flash. The report's `== Workload counters ==` block gives "
+     "`could_exists` and `could_exist_true` (cachebench prints the share that said true as couldExist's success). "
+     "`record` leaves it out of a trace and the simulators skip it: it changes nothing"},
+    {kTestConfig, "loneSetRatio", "`loneSetRatio`", "number", kHonoured, "`lone_set_ratio`",
+     "a weight like the other ratios: a set of a fresh key no other request names (19 bytes, `(` and a sequence "
+     "number in hex; cachebench's are about 19 decimal digits), with the value size and TTL of the drawn key, in its "
+     "pool. "
+     "Counted as a set and as `lone_sets`"},
     {kTestConfig, "opRatePerSec", "`opRatePerSec`", "integer", kRefusedIfSet, "—",
      "non-zero is refused (`opDelayBatch`/`opDelayNs` pace a thread instead)"},
     {kTestConfig, "ttlSecsRange ttlSecsRangeProbability", "`ttlSecsRange` + `ttlSecsRangeProbability`",
@@ -485,8 +496,13 @@ constexpr CachebenchKey kKeys[] = {
     {kTestConfig, "ttlRatio", "`ttlRatio`", "number", kHonoured, "`ttl_ratio`",
      "not a key of CacheLib's cachebench at 278ffc74: tiercache-bench reads it as the share of keys that get a TTL "
      "(default 1 with `ttlSecsRange`); without `ttlSecsRange` a non-zero value is refused"},
-    {kTestConfig, "poolDistributions", "`poolDistributions`", "object", kRefusedIfSet, "—",
-     "refused: one distribution for all pools"},
+    {kTestConfig, "poolDistributions", "`poolDistributions`", "list of objects", kHonoured, "—",
+     "as in cachebench, the distribution keys (sizes, ratios, popularity, TTLs, chains and their side files) are then "
+     "read from its entries only; the same keys in `test_config` are named in the warning. One entry serves every "
+     "pool. Several entries must be one per pool of `keyPoolDistribution`: pool p's keys take entry p's key and value "
+     "sizes, and an operation that picks pool p (by `opPoolDistribution`) entry p's ratios and popularity "
+     "(`pool_distributions`); the report's ratios are their mix by operation weight. Chain shapes and TTLs must be "
+     "the same in every entry, and keys shorter than the key index in hex (which two pools could share) are refused"},
     {kTestConfig, "mode", "`mode`", "", kIgnored, "",
      "not read by cachebench at 278ffc74; chains are shaped by the `chainedItem*` ranges"},
     {kTestConfig, "numChainedItems", "`numChainedItems`", "", kIgnored, "",

@@ -82,7 +82,7 @@ LoadedConfig loadConfig(const std::string& path, std::ostream& err) {
     l.replay = std::move(cb.replay);
     l.stressor = cb.stressor;
     l.stressor_threads = cb.stressor_threads;
-    if (!cb.flash_scratch.empty()) removeAtExit(cb.flash_scratch);
+    for (const std::string& f : cb.scratchFiles()) removeAtExit(f);
   } else {
     l.cache = CacheConfig::fromJsonFile(path);
     l.workload = WorkloadConfig::fromJsonFile(path);
@@ -346,15 +346,26 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
   }
   std::vector<RequestStream> streams;
   for (uint32_t t = 0; t < w.threads; ++t) streams.emplace_back(w, *sampler, t);
+  uint64_t couldExists = 0;
   for (uint64_t op = 0; op < w.ops_per_thread; ++op) {
     for (RequestStream& s : streams) {
       Request r = s.next();
-      if (r.op == RequestOp::kLoneGet) keys.loneKey(r.index, key);
-      else keys.key(r.index, key);
+      if (r.op == RequestOp::kCouldExist) {  // changes nothing, reads nothing: not written
+        ++couldExists;
+        continue;
+      }
+      if (r.op == RequestOp::kLoneGet) {
+        keys.loneKey(r.index, key);
+      } else if (r.op == RequestOp::kLoneSet) {
+        KeySpace::loneSetKey(r.seq, key);
+      } else {
+        keys.key(r.index, key);
+      }
       // A trace has no chains: an add-chained op is recorded as a get of its parent.
-      // An update (no fill) is recorded as a get too.
+      // An update (no fill) is recorded as a get too; a lone set as a set of its fresh key.
       const bool read = r.op == RequestOp::kAddChained || r.op == RequestOp::kUpdate;
-      writer.write(key, keys.valueSize(r.index), read ? RequestOp::kGet : r.op);
+      const RequestOp op = read ? RequestOp::kGet : r.op == RequestOp::kLoneSet ? RequestOp::kSet : r.op;
+      writer.write(key, keys.valueSize(r.index), op);
     }
   }
   file.close();
@@ -363,8 +374,10 @@ int commandRecord(const Args& a, std::ostream& out, std::ostream& err) {
     return kExitFailed;
   }
   out << "recorded " << withCommas(writer.records()) << " requests (" << withCommas(prepopulate)
-      << " prepopulate sets, then " << withCommas(w.ops_per_thread * w.threads) << " from " << w.threads
-      << " thread(s)) to " << a.output << "\n";
+      << " prepopulate sets, then " << withCommas(w.ops_per_thread * w.threads - couldExists) << " from " << w.threads
+      << " thread(s)";
+  if (couldExists > 0) out << "; " << withCommas(couldExists) << " couldExists left out";
+  out << ") to " << a.output << "\n";
   return kExitOk;
 }
 

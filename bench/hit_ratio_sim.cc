@@ -88,8 +88,9 @@ SimResult belady(const std::vector<SimRequest>& requests, uint64_t capacity, boo
     const SimRequest& r = requests[i];
     switch (r.op) {
       case RequestOp::kGet:
-      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kAddChained:  // workloadRequests maps these four already
       case RequestOp::kUpdate:
+      case RequestOp::kCouldExist:
       case RequestOp::kLoneGet:
         if (r.measured) ++result.gets;
         if (held[r.key]) {
@@ -109,6 +110,7 @@ SimResult belady(const std::vector<SimRequest>& requests, uint64_t capacity, boo
         }
         break;
       case RequestOp::kSet:
+      case RequestOp::kLoneSet:
         store(r.key, r.size, next[i]);
         exists[r.key] = true;
         break;
@@ -169,8 +171,9 @@ SimResult simulateLru(const std::vector<SimRequest>& requests, uint64_t capacity
   for (const SimRequest& r : requests) {
     switch (r.op) {
       case RequestOp::kGet:
-      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kAddChained:  // workloadRequests maps these four already
       case RequestOp::kUpdate:
+      case RequestOp::kCouldExist:
       case RequestOp::kLoneGet:
         if (r.measured) {
           ++result.gets;
@@ -187,7 +190,8 @@ SimResult simulateLru(const std::vector<SimRequest>& requests, uint64_t capacity
           store(r.key, r.size);
         }
         break;
-      case RequestOp::kSet: store(r.key, r.size); break;
+      case RequestOp::kSet:
+      case RequestOp::kLoneSet: store(r.key, r.size); break;
       case RequestOp::kDel:
         if (held[r.key]) drop(r.key);
         break;
@@ -253,17 +257,29 @@ std::vector<SimRequest> workloadRequests(const WorkloadConfig& config, uint32_t 
       out.push_back(SimRequest{idOf(index), object(index), RequestOp::kSet, false});
     }
   }
+  if (config.lone_set_ratio > 0 && 2 * config.keys + config.ops_per_thread > UINT32_MAX)
+    throw std::length_error("too many keys and lone sets to simulate (2 x keys + ops at most 2^32 - 1)");
   RequestStream stream(config, *sampler, 0);
+  uint32_t loneSetId = uint32_t(2 * config.keys);  // a fresh object per lone set
   for (uint64_t i = 0; i < config.ops_per_thread; ++i) {
     Request r = stream.next();
-    uint32_t id = r.op == RequestOp::kLoneGet ? uint32_t(config.keys + r.index) : idOf(r.index);
+    if (r.op == RequestOp::kCouldExist) continue;  // reads nothing, changes nothing
+    uint32_t id = r.op == RequestOp::kLoneGet   ? uint32_t(config.keys + r.index)
+                  : r.op == RequestOp::kLoneSet ? loneSetId++
+                                                : idOf(r.index);
     // An add-chained op reads its parent (and sets it when absent): a get
     // here; the chain's bytes are not simulated. An update reads the key
-    // and fills nothing: a lone get of the key's own id.
+    // and fills nothing: a lone get of the key's own id. A lone set is a
+    // set of an object no request reads.
     const RequestOp op = r.op == RequestOp::kAddChained ? RequestOp::kGet
                          : r.op == RequestOp::kUpdate   ? RequestOp::kLoneGet
+                         : r.op == RequestOp::kLoneSet  ? RequestOp::kSet
                                                         : r.op;
-    out.push_back(SimRequest{id, object(r.index), op, true});
+    const uint32_t size = r.op == RequestOp::kLoneSet
+                              ? uint32_t(std::min<uint64_t>(
+                                    itemHeaderBytes + KeySpace::kLoneSetKeySize + keys.valueSize(r.index), UINT32_MAX))
+                              : object(r.index);
+    out.push_back(SimRequest{id, size, op, true});
   }
   return out;
 }

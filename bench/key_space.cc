@@ -45,6 +45,9 @@ KeySpace::KeySpace(const WorkloadConfig& c) : KeySpace(c.keys, c.key_size, c.val
   keyPieces_ = makePieces(c.key_size_buckets);
   valuePieces_ = makePieces(c.value_size_buckets);
   poolStarts_ = c.poolKeyStarts();
+  for (const PoolDistribution& d : c.pool_distributions)
+    poolSizes_.push_back(
+        PoolSizes{d.key_size, d.value_size, makePieces(d.key_size_buckets), makePieces(d.value_size_buckets)});
 }
 
 uint32_t KeySpace::poolOf(uint64_t index) const {
@@ -106,12 +109,23 @@ size_t KeySpace::indexWidth(uint64_t keys) {
   return w;
 }
 
-size_t KeySpace::keyLength(uint64_t index) const { return pick(index, kKeyLenSalt, keySize_, keyPieces_); }
+size_t KeySpace::keyLength(uint64_t index) const {
+  if (!poolSizes_.empty()) {
+    const PoolSizes& p = poolSizes_[poolOf(index)];
+    return pick(index, kKeyLenSalt, p.keySize, p.keyPieces);
+  }
+  return pick(index, kKeyLenSalt, keySize_, keyPieces_);
+}
 
 size_t KeySpace::valueSize(uint64_t index) const {
   size_t len = keyLength(index);
-  // A shared key must have one value size, whichever index wrote it.
+  // A shared key must have one value size, whichever index wrote it (with
+  // a distribution per pool no key is short: WorkloadConfig refuses it).
   uint64_t identity = len < width_ ? shortKeyCode(index, len) ^ kShortIdentityTag : index;
+  if (!poolSizes_.empty()) {
+    const PoolSizes& p = poolSizes_[poolOf(index)];
+    return pick(identity, kValueLenSalt, p.valueSize, p.valuePieces);
+  }
   return pick(identity, kValueLenSalt, valueSize_, valuePieces_);
 }
 
@@ -121,6 +135,15 @@ void KeySpace::loneKey(uint64_t index, std::string& out) const {
   // A long key starts with a hex digit (the mark keeps lone keys unique per
   // index); a short one with a letter (any mark does: lone gets always miss).
   out[0] = kLoneMark[c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : index % 16];
+}
+
+void KeySpace::loneSetKey(uint64_t seq, std::string& out) {
+  out.resize(kLoneSetKeySize);
+  out[0] = '(';
+  for (size_t i = kLoneSetKeySize; i-- > 1;) {
+    out[i] = kHex[seq & 15];
+    seq >>= 4;
+  }
 }
 
 void KeySpace::key(uint64_t index, std::string& out) const {

@@ -19,6 +19,9 @@
 //
 // Keys belong to pools (WorkloadConfig::key_pools): poolOf(index).
 //
+// Lone set keys (cachebench's lone sets) are '(' and a sequence number, so
+// no other request ever names them.
+//
 // Lone keys (cachebench's lone gets) are never set: loneKey(i) is key(i)
 // with its first hex digit replaced by a punctuation character, so it has
 // the same length, is unique per index and never equals a real key.
@@ -65,6 +68,11 @@ class KeySpace {
     loneKey(index, s);
     return s;
   }
+  // The key of a lone set (RequestStream's seq): '(' and seq in 18 hex
+  // digits, 19 bytes as cachebench's decimal nanosecond keys about are.
+  // Never a key of an index nor a lone get's key ('(' starts neither).
+  static void loneSetKey(uint64_t seq, std::string& out);
+  static constexpr size_t kLoneSetKeySize = 19;
   size_t keyLength(uint64_t index) const;
   size_t valueSize(uint64_t index) const;
   // True when index's key is shorter than indexWidth() (it may be shared).
@@ -97,6 +105,12 @@ class KeySpace {
   Pieces keyPieces_;
   Pieces valuePieces_;
   std::vector<uint64_t> poolStarts_;  // first index of each pool, then keys_
+  // WorkloadConfig::pool_distributions: each pool's sizes (empty: none).
+  struct PoolSizes {
+    SizeRange keySize, valueSize;
+    Pieces keyPieces, valuePieces;
+  };
+  std::vector<PoolSizes> poolSizes_;
 };
 
 }  // namespace tiercache::bench

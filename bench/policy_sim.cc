@@ -405,8 +405,9 @@ SimResult simulatePolicy(const std::string& name, const std::vector<SimRequest>&
   for (const SimRequest& r : requests) {
     switch (r.op) {
       case RequestOp::kGet:
-      case RequestOp::kAddChained:  // workloadRequests maps these two already
+      case RequestOp::kAddChained:  // workloadRequests maps these four already
       case RequestOp::kUpdate:
+      case RequestOp::kCouldExist:
       case RequestOp::kLoneGet:
         if (r.measured) ++result.gets;
         if (c->held(r.key)) {
@@ -417,6 +418,7 @@ SimResult simulatePolicy(const std::string& name, const std::vector<SimRequest>&
         }
         break;
       case RequestOp::kSet:
+      case RequestOp::kLoneSet:
         if (c->held(r.key)) c->hit(r.key); else c->insert(r.key);
         break;
       case RequestOp::kDel:

@@ -24,11 +24,18 @@ std::unique_ptr<KeySampler> KeySampler::make(const PopularityConfig& config, uin
 }
 
 std::unique_ptr<KeySampler> KeySampler::forWorkload(const WorkloadConfig& config) {
+  if (!config.pool_distributions.empty()) {
+    std::vector<PopularityConfig> each;
+    for (const PoolDistribution& d : config.pool_distributions) each.push_back(d.popularity);
+    if (config.key_pools.size() <= 1) return make(each[0], config.keys);
+    return std::make_unique<PoolSampler>(each, config.poolKeyStarts(), config.poolOpWeights());
+  }
   if (config.key_pools.size() <= 1) return make(config.popularity, config.keys);
-  return std::make_unique<PoolSampler>(config.popularity, config.poolKeyStarts(), config.poolOpWeights());
+  return std::make_unique<PoolSampler>(std::vector<PopularityConfig>{config.popularity}, config.poolKeyStarts(),
+                                       config.poolOpWeights());
 }
 
-PoolSampler::PoolSampler(const PopularityConfig& config, std::vector<uint64_t> starts,
+PoolSampler::PoolSampler(const std::vector<PopularityConfig>& configs, std::vector<uint64_t> starts,
                          const std::vector<double>& weights)
     : starts_(std::move(starts)) {
   double total = 0;
@@ -39,7 +46,7 @@ PoolSampler::PoolSampler(const PopularityConfig& config, std::vector<uint64_t> s
     acc += weight_.back();
     cumulative_.push_back(acc);
     uint64_t n = starts_[p + 1] - starts_[p];
-    pools_.push_back(n > 0 ? make(config, n) : nullptr);
+    pools_.push_back(n > 0 ? make(configs.size() == 1 ? configs[0] : configs[p], n) : nullptr);
   }
   // Rounding must not leave u past the last pool that takes operations.
   size_t last = cumulative_.size() - 1;

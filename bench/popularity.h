@@ -52,7 +52,9 @@ class KeySampler {
 // (WorkloadConfig::key_pools), as cachebench draws each pool's keys.
 class PoolSampler final : public KeySampler {
  public:
-  PoolSampler(const PopularityConfig& config, std::vector<uint64_t> starts, const std::vector<double>& weights);
+  // configs: one popularity for every pool, or one per pool.
+  PoolSampler(const std::vector<PopularityConfig>& configs, std::vector<uint64_t> starts,
+              const std::vector<double>& weights);
   uint64_t sample(Rng& rng) const override;
   double probability(uint64_t index) const override;
 

@@ -111,6 +111,8 @@ class Worker {
         case RequestOp::kLoneGet: loneGet(r.index); break;
         case RequestOp::kAddChained: addChained(r.index); break;
         case RequestOp::kUpdate: update(r.index); break;
+        case RequestOp::kCouldExist: couldExist(r.index); break;
+        case RequestOp::kLoneSet: loneSet(r.index, r.seq); break;
       }
       // cachebench's opDelayBatch / opDelayNs: a pause after each batch.
       if (delay && ++sinceDelay == config_.op_delay_batch) {
@@ -191,6 +193,35 @@ class Worker {
       ThreadCounters::bump(c_.get_hits);
       mismatch(index, h);
     }
+  }
+
+  // cachebench's couldExist: counts the answers; nothing to verify.
+  void couldExist(uint64_t index) {
+    keys_.key(index, key_);
+    ThreadCounters::bump(c_.could_exists);
+    if (cache_.couldExist(key_)) ThreadCounters::bump(c_.could_exist_true);
+  }
+
+  // cachebench's lone set: a fresh key with the drawn index's value size
+  // and TTL, in its pool. No other request names the key: it is never read.
+  void loneSet(uint64_t index, uint64_t seq) {
+    const Cache::Ttl ttl = drawTtl(index);
+    KeySpace::loneSetKey(seq, key_);
+    ThreadCounters::bump(c_.sets);
+    ThreadCounters::bump(c_.lone_sets);
+    const size_t size = keys_.valueSize(index);
+    const Clock::time_point t0 = Clock::now();
+    WriteHandle w = cache_.allocate(PoolId(keys_.poolOf(index)), key_, size, ttl);
+    if (w) {
+      ValueCodec::fill(key_, (uint64_t(thread_ + 1) << 48) | ++stamp_, w.data(), size);
+      if (chains_) {
+        chains_->insertOrReplace(std::move(w));
+      } else {
+        cache_.insertOrReplace(std::move(w));
+      }
+      ThreadCounters::bump(c_.set_success);
+    }
+    setLatency.record(nanosSince(t0));
   }
 
   bool set(uint64_t index) {
@@ -416,8 +447,10 @@ class TraceWorker {
         case RequestOp::kGet:
         case RequestOp::kAddChained:  // never in a trace (trace.cc refuses ops above kLoneGet)
         case RequestOp::kUpdate:
+        case RequestOp::kCouldExist:
         case RequestOp::kLoneGet: get(i, r); break;
-        case RequestOp::kSet: set(r); break;
+        case RequestOp::kSet:
+        case RequestOp::kLoneSet: set(r); break;
         case RequestOp::kDel:
           ThreadCounters::bump(c_.removes);
           if (cache_.remove(r.key)) ThreadCounters::bump(c_.remove_success);

@@ -31,25 +31,28 @@ namespace tiercache::bench {
 // Chained workloads (addChainedRatio): an add-chained op counts as a get of
 // its parent (as in cachebench); a get whose parent is there but whose chain
 // is not whole counts as a miss and in chain_broken.
-#define TIERCACHE_BENCH_OP_COUNTERS(X)                                                                  \
-  X(gets, kOps, "gets issued (lone gets, update finds and chained adds' parent finds included)")        \
-  X(get_hits, kOps, "gets that found their item")                                                       \
-  X(sets, kOps, "sets issued, look-aside sets included")                                                \
-  X(set_success, kOps, "sets the cache stored")                                                         \
-  X(lookaside_sets, kOps, "sets issued after a get miss")                                               \
-  X(removes, kOps, "removes issued")                                                                    \
-  X(remove_success, kOps, "removes that found their key")                                               \
-  X(value_mismatches, kOps, "values read back that failed verification")                                \
-  X(get_bytes, kBytes, "item bytes (header + key + value) asked for by gets; a lone get asks no value") \
-  X(get_hit_bytes, kBytes, "item bytes of the gets that hit")                                           \
-  X(lookaside_stored, kOps, "look-aside sets the cache took (the misses it stored)")                    \
-  X(chain_adds, kOps, "add-chained operations")                                                         \
-  X(chain_children, kOps, "chained children added")                                                     \
-  X(chain_add_failures, kOps, "chained children that could not be added")                               \
-  X(chain_broken, kOps, "gets whose parent was there but whose chain was not whole")                    \
-  X(chain_children_read, kOps, "chained children read back and verified by gets")                       \
-  X(ttl_sets, kOps, "sets that gave the item a TTL (ttlRatio)")                                         \
-  X(updates, kOps, "update operations (updateRatio), also counted as gets")
+#define TIERCACHE_BENCH_OP_COUNTERS(X)                                                                   \
+  X(gets, kOps, "gets issued (lone gets, update finds and chained adds' parent finds included)")         \
+  X(get_hits, kOps, "gets that found their item")                                                        \
+  X(sets, kOps, "sets issued, look-aside sets included")                                                 \
+  X(set_success, kOps, "sets the cache stored")                                                          \
+  X(lookaside_sets, kOps, "sets issued after a get miss")                                                \
+  X(removes, kOps, "removes issued")                                                                     \
+  X(remove_success, kOps, "removes that found their key")                                                \
+  X(value_mismatches, kOps, "values read back that failed verification")                                 \
+  X(get_bytes, kBytes, "item bytes (header + key + value) asked for by gets; a lone get asks no value")  \
+  X(get_hit_bytes, kBytes, "item bytes of the gets that hit")                                            \
+  X(lookaside_stored, kOps, "look-aside sets the cache took (the misses it stored)")                     \
+  X(chain_adds, kOps, "add-chained operations")                                                          \
+  X(chain_children, kOps, "chained children added")                                                      \
+  X(chain_add_failures, kOps, "chained children that could not be added")                                \
+  X(chain_broken, kOps, "gets whose parent was there but whose chain was not whole")                     \
+  X(chain_children_read, kOps, "chained children read back and verified by gets")                        \
+  X(ttl_sets, kOps, "sets that gave the item a TTL (ttlRatio)")                                          \
+  X(updates, kOps, "update operations (updateRatio), also counted as gets")                              \
+  X(could_exists, kOps, "couldExist operations (couldExistRatio): memory and flash index, nothing read") \
+  X(could_exist_true, kOps, "couldExist operations that answered: may be cached")                        \
+  X(lone_sets, kOps, "sets of a fresh key never named again (loneSetRatio), also counted as sets")
 
 #define TIERCACHE_BENCH_COUNT_ROW(name, kind, help) +1
 inline constexpr size_t kOpCounterCount = 0 TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_COUNT_ROW);
@@ -60,7 +63,7 @@ struct OpCounts {
   TIERCACHE_BENCH_OP_COUNTERS(TIERCACHE_BENCH_OP_FIELD)
 #undef TIERCACHE_BENCH_OP_FIELD
 
-  uint64_t ops() const { return gets + sets - lookaside_sets + removes; }
+  uint64_t ops() const { return gets + sets - lookaside_sets + removes + could_exists; }
   OpCounts& operator+=(const OpCounts& o);
 };
 // A field declared outside the list would be missed by the sums and reports.

@@ -164,6 +164,8 @@ const char* requestOpName(RequestOp op) {
     case RequestOp::kLoneGet: return "lget";
     case RequestOp::kAddChained: return "addchained";
     case RequestOp::kUpdate: return "update";
+    case RequestOp::kCouldExist: return "couldexist";
+    case RequestOp::kLoneSet: return "lset";
   }
   return "?";
 }

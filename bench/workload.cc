@@ -60,19 +60,53 @@ void checkRatioSum(const WorkloadConfig& c, size_t, const std::string&) {
   // add_chained_ratio and update_ratio have no JSON key (the cachebench
   // import sets them), so they are checked here, with the sum they share.
   const std::pair<double, const char*> extra[] = {{c.add_chained_ratio, "add_chained_ratio"},
-                                                  {c.update_ratio, "update_ratio"}};
+                                                  {c.update_ratio, "update_ratio"},
+                                                  {c.could_exist_ratio, "could_exist_ratio"},
+                                                  {c.lone_set_ratio, "lone_set_ratio"}};
   for (const auto& [v, name] : extra) {
     if (!(v >= 0 && v <= 1)) throw ConfigError(std::string("workload.") + name, "must be in [0, 1]");
   }
   if (c.add_chained_ratio > 0 && (c.chain_length_buckets.empty() || c.chain_value_size_buckets.empty())) {
     throw ConfigError("workload.add_chained_ratio", "needs chain lengths and chained value sizes");
   }
-  const double sum =
-      c.get_ratio + c.set_ratio + c.remove_ratio + c.lone_get_ratio + c.add_chained_ratio + c.update_ratio;
+  const double sum = c.get_ratio + c.set_ratio + c.remove_ratio + c.lone_get_ratio + c.add_chained_ratio +
+                     c.update_ratio + c.could_exist_ratio + c.lone_set_ratio;
   if (std::fabs(sum - 1.0) > 1e-6) {
     std::ostringstream os;
     os << "get_ratio + set_ratio + remove_ratio + lone_get_ratio must sum to 1 (they sum to " << sum << ")";
     throw ConfigError("workload", os.str());
+  }
+  if (c.pool_distributions.empty()) return;
+  const size_t pools = std::max<size_t>(c.key_pools.size(), 1);
+  if (c.pool_distributions.size() != pools)
+    throw ConfigError("workload.pool_distributions", "has " + std::to_string(c.pool_distributions.size()) +
+                                                         " entries for " + std::to_string(pools) + " key pools");
+  for (size_t p = 0; p < pools; ++p) {
+    const PoolDistribution& d = c.pool_distributions[p];
+    const std::string at = "workload.pool_distributions[" + std::to_string(p) + "]";
+    const double s = d.get_ratio + d.set_ratio + d.remove_ratio + d.lone_get_ratio + d.add_chained_ratio +
+                     d.update_ratio + d.could_exist_ratio + d.lone_set_ratio;
+    if (std::fabs(s - 1.0) > 1e-6) throw ConfigError(at, "the operation ratios must sum to 1");
+    if (d.key_size_buckets.empty()) throw ConfigError(at + ".key_size_buckets", "must not be empty");
+    if (d.value_size_buckets.empty()) throw ConfigError(at + ".value_size_buckets", "must not be empty");
+    // A short key may be drawn in two pools, whose value sizes differ: the
+    // value of the key could not be verified whichever pool wrote it.
+    if (d.key_size.min < KeySpace::indexWidth(c.keys))
+      throw ConfigError(at + ".key_size_buckets",
+                        "keys shorter than " + std::to_string(KeySpace::indexWidth(c.keys)) +
+                            " bytes (the key index in hex) may be shared between pools: not with a distribution "
+                            "per pool");
+    checkBuckets(d.key_size_buckets, c.key_size, at + ".key_size_buckets");
+    checkBuckets(d.value_size_buckets, c.value_size, at + ".value_size_buckets");
+    const PopularityConfig& pop = d.popularity;
+    if (pop.kind == PopularityKind::kPiecewise) {
+      const std::vector<uint64_t> starts = c.poolKeyStarts();
+      if (pop.bucket_sizes.empty() || pop.bucket_sizes.size() > starts[p + 1] - starts[p])
+        throw ConfigError(at + ".popularity.buckets",
+                          "must list at least one bucket and at most one per key of the pool");
+      if (pop.bucket_weights.size() != pop.bucket_sizes.size())
+        throw ConfigError(at + ".popularity.weights", "must have one weight per bucket");
+    }
   }
 }
 

@@ -52,6 +52,20 @@ struct PopularityConfig {
   std::vector<double> bucket_weights;  // kPiecewise: one per bucket
 };
 
+// One pool's own distribution (cachebench's poolDistributions, one entry
+// per pool): the sizes of the pool's keys and values, the operations that
+// pick the pool and which of its keys they touch.
+struct PoolDistribution {
+  SizeRange key_size;  // the envelope of key_size_buckets
+  SizeRange value_size;
+  std::vector<SizeBucket> key_size_buckets;  // non-empty
+  std::vector<SizeBucket> value_size_buckets;
+  // The operation shares, as the workload's (they sum to 1).
+  double get_ratio = 1.0, set_ratio = 0.0, remove_ratio = 0.0, lone_get_ratio = 0.0, add_chained_ratio = 0.0,
+         update_ratio = 0.0, could_exist_ratio = 0.0, lone_set_ratio = 0.0;
+  PopularityConfig popularity;
+};
+
 struct WorkloadConfig {
   uint32_t threads = 2;
   uint64_t ops_per_thread = 1'000'000;
@@ -101,12 +115,24 @@ struct WorkloadConfig {
   double add_chained_ratio = 0.0;
   // cachebench's updateRatio (find to write; a miss is not filled).
   double update_ratio = 0.0;
+  // cachebench's couldExistRatio (Cache::couldExist of the key) and
+  // loneSetRatio (a set of a fresh key never named again); set from a
+  // cachebench config only, like the two above.
+  double could_exist_ratio = 0.0;
+  double lone_set_ratio = 0.0;
   std::vector<SizeBucket> chain_length_buckets;
   std::vector<SizeBucket> chain_value_size_buckets;
   // Per-item TTL (cachebench's ttlSecsRange / ttlRatio): a set gives its
   // item a TTL drawn from ttl_secs_buckets with probability ttl_ratio.
   double ttl_ratio = 0.0;
   std::vector<SizeBucket> ttl_secs_buckets;
+  // cachebench's poolDistributions with one entry per pool (set from a
+  // cachebench config only): pool p's keys take their sizes from
+  // pool_distributions[p], and an operation that picks pool p its kind and
+  // key. The workload's own sizes are then the envelope of the pools', its
+  // ratios the pools' weighted by op_pools, and its popularity unused.
+  // Empty: one distribution for every pool.
+  std::vector<PoolDistribution> pool_distributions;
 
   // Parse the "workload" object of a whole config document; throws ConfigError.
   static WorkloadConfig fromJsonString(std::string_view document);

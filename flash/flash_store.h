@@ -190,9 +190,9 @@ class FlashStore {
   std::unique_ptr<std::atomic<uint64_t>[]> lastRead_;
   std::atomic<uint64_t> clock_{1};
 
-  std::mutex appendMu_;    // everything below
-  AlignedBuffer buf_;      // the write buffer when it is anonymous
-  char* wbuf_ = nullptr;   // the active region's contents, then a trailer page
+  std::mutex appendMu_;   // everything below
+  AlignedBuffer buf_;     // the write buffer when it is anonymous
+  char* wbuf_ = nullptr;  // the active region's contents, then a trailer page
   size_t wbufLen_ = 0;
   int wbufFd_ = -1;        // the write-buffer file (<path>.wbuf), or -1
   AlignedBuffer scratch_;  // a reclaimed region, read back

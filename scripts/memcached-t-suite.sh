@@ -37,12 +37,15 @@ kCore=(
   issue_70 issue_104 issue_108 issue_140 issue_152 issue_163 issue_183
   issue_192 issue_260
 )
-# Of these, measured: flush-all (its last check wants memcached -C's flush
-# cliff, which loses a set made in the flush's second; tiercache's never
-# does), expirations (memcached-debug's debugtime clock), metaget (me,
-# b keys, mg leases N/W/Z), issue_22 (stats reset, memcached's slab
-# class 31), issue_42/61/163/183 (slab sizes, -R yields, stats reclaimed)
-# still fail or hang; the other 25 pass.
+# Of these, measured (28 of 32 pass, issue_260 by skipping itself: it
+# runs only under memcached's artificial build conditions): flush-all fails its last check, which
+# wants memcached -C's flush cliff (without CAS, memcached loses a set made
+# in the same second as a flush_all; tiercache orders them exactly and
+# never does); metaget fails only its mg h checks (the hit-before bit: the
+# cache keeps no per-item fetched bit, so h, l and u are accepted and
+# ignored); issue_42 and issue_163 read memcached's per-class mem_requested
+# and per-class reclaimed, which the cache does not count (issue_163 passes
+# its mem_requested checks only vacuously, both sides absent).
 # Not run, and why (memcached internals or other transports):
 #   64bit (a 4 GiB -m and the slab page counters of stats slabs), binary*,
 #   issue_50 (binary protocol), udp, unixsocket, ssl_*, ascii-auth,
@@ -75,7 +78,7 @@ source_dir="$here"
 work="$work"
 EOF
 cat >> "$work/memcached-debug" <<'EOF'
-port=11211 mem=64 item_max=1048576 threads=4 listen=127.0.0.1 flush=true
+port=11211 mem=64 item_max=1048576 threads=4 listen=127.0.0.1 flush=true reqs=0
 while (( $# )); do
   case $1 in
     -h) echo "tiercache-server under memcached's test names (no unix socket, no tls)"; exit 0 ;;
@@ -86,22 +89,37 @@ while (( $# )); do
     -I) v=$2; case $v in *k) item_max=$(( ${v%k} * 1024 )) ;; *m) item_max=$(( ${v%m} * 1048576 )) ;;
                             *) item_max=$v ;; esac; shift ;;
     -F) flush=false ;;
-    -U|-u|-o|-R|-c|-B|-f|-n|-e) shift ;;
+    -R) reqs=$2; shift ;;
+    -U|-u|-o|-c|-B|-f|-n|-e) shift ;;
     *) ;;
   esac
   shift
 done
-dram=$(( mem < 16 ? 16 : mem ))
 cfg=$(mktemp "$work/config.XXXXXX.json")
-python3 - "$source_dir/configs/server.json" "$cfg" "$dram" "$item_max" "$threads" "$listen" "$flush" <<'PY'
+python3 - "$source_dir/configs/server.json" "$cfg" "$mem" "$item_max" "$threads" "$listen" "$flush" "$reqs" <<'PY'
 import json, sys
-src, out, dram, item_max, threads, listen, flush = sys.argv[1:]
+src, out, mem, item_max, threads, listen, flush, reqs = sys.argv[1:]
+mem = int(mem)
 cfg = json.load(open(src))
-cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%sMiB" % dram},
-                {"name": "pmem", "kind": "pmem-file", "size": "%sMiB" % (2 * int(dram)), "path": "/dev/shm"}]
+if mem < 16:
+    # A test that wants memory pressure (t/issue_22.t: -m 3) gets memcached's
+    # shape: one DRAM tier of that size (a pmem-file tier takes 16 MiB at
+    # least), and evictions made by the store that needs the room, one item
+    # for one, rather than ahead of time by the background evictor.
+    cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%dMiB" % mem}]
+    cfg["background_eviction"]["enabled"] = False
+else:
+    cfg["tiers"] = [{"name": "dram", "kind": "dram", "size": "%dMiB" % mem},
+                    {"name": "pmem", "kind": "pmem-file", "size": "%dMiB" % (2 * mem), "path": "/dev/shm"}]
+# memcached's slab classes (its -n 48 -f 1.25: 96, 120, 152, ... bytes), so
+# that the ids of stats slabs / stats items are the ones the tests name.
+cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
 cfg["index"]["bucket_power"] = 16
 cfg["server"].update({"max_item_size": int(item_max), "threads": int(threads), "listen": listen,
-                      "idle_timeout": 0, "flush_all_enabled": flush == "true"})
+                      "idle_timeout": 0, "flush_all_enabled": flush == "true",
+                      "reqs_per_event": int(reqs),
+                      # memcached-debug's debugtime, which t/expirations.t moves the clock with
+                      "debug_commands": True})
 json.dump(cfg, open(out, "w"))
 PY
 exec "$server" --config "$cfg" -p "$port"

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Server CPU per request and throughput of tiercache-server against
 # memcached, driven by a client that is not tiercache's own: memcaslap
-# (libmemcached-tools). One server thread each, 50 connections, 512-byte
-# values, 1 set : 10 gets; runs alternate (tiercache, memcached, ...) and
-# the medians and their ratios are printed.
+# (libmemcached-tools), or memtier_benchmark with MEMTIER=path (not in
+# Debian 12: build it from its source, github.com/RedisLabs/memtier_benchmark).
+# One server thread each, 50 connections, 512-byte values, 1 set : 10
+# gets; runs alternate (tiercache, memcached, ...) and the medians and
+# their ratios are printed.
 #
 #   scripts/server-cpu-vs-memcached.sh [ROUNDS]      (default 5 rounds per dataset)
 #
-# Datasets (memcaslap's key space is connections x window keys):
+# Datasets (memcaslap's key space is connections x window keys; memtier's
+# is 1..N, every key set first, then gets and sets on uniform random keys,
+# so a store that keeps a quarter of the 4x dataset hits about a quarter):
 #   fits   about half the DRAM budget;
 #   4x     four times the DRAM budget: tiercache gets DRAM plus an emulated-PMEM
 #          tier (a file on /dev/shm) of 4x DRAM, memcached the same DRAM, so it
@@ -18,7 +22,7 @@
 # prints system calls per request (strace slows the server: its throughput
 # is not a result).
 # Env: DRAM_MB (64), SECONDS_PER_RUN (10), WARMUP_SECONDS (4), CONNECTIONS (50),
-# VALUE_SIZE (512), KEY_SIZE (64), TIERCACHE_SERVER, MEMCACHED, MEMCASLAP,
+# VALUE_SIZE (512), KEY_SIZE (64; memcaslap only), TIERCACHE_SERVER, MEMCACHED, MEMCASLAP, MEMTIER,
 # LOCK (a file to hold with flock -x for each round, e.g. /tmp/tc-cpu.lock).
 set -euo pipefail
 
@@ -33,8 +37,11 @@ ksize="${KEY_SIZE:-64}"
 tc_bin="${TIERCACHE_SERVER:-$root/build/tools/tiercache-server}"
 mc_bin="${MEMCACHED:-/usr/bin/memcached}"
 slap="${MEMCASLAP:-/usr/bin/memcaslap}"
+memtier="${MEMTIER:-}"
 lock="${LOCK:-}"
-for b in "$tc_bin" "$mc_bin" "$slap"; do
+client=$slap
+[[ -n "$memtier" ]] && client=$memtier
+for b in "$tc_bin" "$mc_bin" "$client"; do
   [[ -x "$b" ]] || { echo "server-cpu-vs-memcached: $b missing (build tiercache-server; apt-get install memcached libmemcached-tools)" >&2; exit 1; }
 done
 work=$(mktemp -d /tmp/tiercache-cpu-vs-memcached.XXXXXX)
@@ -52,6 +59,10 @@ fits_win=$((dram_mb * 1048576 / 2 / item_bytes / conns / 1024))
 big_win=$((dram_mb * 1048576 * 4 / item_bytes / conns / 1024))
 ((fits_win > 0)) || fits_win=1
 ((big_win > 0)) || big_win=1
+# memtier: keys of 'memtier-N' (about 16 bytes), same item budget.
+mt_item_bytes=$((vsize + 16 + 64))
+fits_keys=$((dram_mb * 1048576 / 2 / mt_item_bytes))
+big_keys=$((dram_mb * 1048576 * 4 / mt_item_bytes))
 cat >"$work/slap.cfg" <<CFG
 key
 $ksize $ksize 1
@@ -101,19 +112,39 @@ slap_run() {  # slap_run WINDOW SECONDS -> memcaslap's last line
   "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "${1}k" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
 }
 
-run() {  # run NAME DATASET WINDOW PMEM_MB -> a result line
+# memtier_run KEYS SECONDS [fill] -> memtier's "Totals" line (ops/s first)
+memtier_run() {
+  local args=(-P memcache_text -s 127.0.0.1 -p "$port" -t 1 -c "$conns" -d "$vsize" --key-maximum "$1"
+              --key-minimum 1 --hide-histogram)
+  if [[ "${3:-}" == fill ]]; then
+    "$memtier" "${args[@]}" --ratio 1:0 --key-pattern P:P -n allkeys 2>/dev/null | grep -E '^Totals' | tail -1
+  else
+    "$memtier" "${args[@]}" --ratio 1:10 --key-pattern R:R --distinct-client-seed --test-time "$2" 2>/dev/null |
+      grep -E '^Totals' | tail -1
+  fi
+}
+
+run() {  # run NAME DATASET WINDOW|KEYS PMEM_MB -> a result line
   start_server "$1" "$4"
-  slap_run "$3" "$warm" >/dev/null  # fills the window's keys
+  if [[ -n "$memtier" ]]; then
+    memtier_run "$3" 0 fill >/dev/null  # every key once
+  else
+    slap_run "$3" "$warm" >/dev/null  # fills the window's keys
+  fi
   local t0 t1 s0 s1 out
   read -r -a s0 <<<"$(stats "$port")"
   t0=$(cpu_ticks "$pid")
-  out=$(slap_run "$3" "$secs")
+  if [[ -n "$memtier" ]]; then out=$(memtier_run "$3" "$secs"); else out=$(slap_run "$3" "$secs"); fi
   t1=$(cpu_ticks "$pid")
   read -r -a s1 <<<"$(stats "$port")"
   stop_server
   local gets=$((s1[0] - s0[0])) sets=$((s1[1] - s0[1])) hits=$((s1[2] - s0[2]))
   local tps
-  tps=$(sed -E 's/.*TPS: ([0-9]+).*/\1/' <<<"$out")
+  if [[ -n "$memtier" ]]; then
+    tps=$(awk '{ printf "%d", $2 }' <<<"$out")
+  else
+    tps=$(sed -E 's/.*TPS: ([0-9]+).*/\1/' <<<"$out")
+  fi
   awk -v w="$2" -v s="$1" -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" \
     'BEGIN { n = g + st; printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f\n", w, s, tps, n, (g ? h / g : 0), d / hz * 1e6 / n }'
 }
@@ -121,13 +152,13 @@ run() {  # run NAME DATASET WINDOW PMEM_MB -> a result line
 syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loaded run
   command -v strace >/dev/null || { echo "strace missing (apt-get install strace)" >&2; return 0; }
   start_server "$1" "$4"
-  slap_run "$3" "$warm" >/dev/null
+  if [[ -n "$memtier" ]]; then memtier_run "$3" 0 fill >/dev/null; else slap_run "$3" "$warm" >/dev/null; fi
   local s0 s1
   read -r -a s0 <<<"$(stats "$port")"
   strace -c -f -p "$pid" -o "$work/strace.txt" &
   local spid=$!
   sleep 0.5
-  slap_run "$3" 5 >/dev/null
+  if [[ -n "$memtier" ]]; then memtier_run "$3" 5 >/dev/null; else slap_run "$3" 5 >/dev/null; fi
   kill -INT "$spid"; wait "$spid" 2>/dev/null || true
   read -r -a s1 <<<"$(stats "$port")"
   stop_server
@@ -137,10 +168,14 @@ syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loa
                  END { printf "  %-14s %.3f\n", "all", t / n }' "$work/strace.txt"
 }
 
-echo "=== server-cpu-vs-memcached: memcaslap, DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
+echo "=== server-cpu-vs-memcached: $(basename "$client"), DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
      "${ksize} B keys, ${vsize} B values, 1:10 set:get, ${secs} s per run after ${warm} s warm-up, ${rounds} alternating rounds"
 echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier)"
 results="$work/results.txt"
+if [[ -n "$memtier" ]]; then
+  fits_win=$fits_keys big_win=$big_keys
+  echo "=== memtier: fits ${fits_keys} keys, 4x ${big_keys} keys"
+fi
 for r in $(seq "$rounds"); do
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
   run tiercache fits "$fits_win" 0 | tee -a "$results"

@@ -25,16 +25,16 @@ done
 # for the reports' file:line); ASan at -O0, TSan at -O1: on 2 cores ASan's
 # build plus suite took less time at -O0 (its build is the larger part), and
 # TSan's at -O1 (its suite is).
-# Only the test binaries (tiercache_tests, tiercache_bench_tests) and
-# tiercache-server (its protocol tests run against
-# the sanitized server) are built there (no other tools, no micro-benchmarks), but
+# Only the test binaries (tiercache_tests, tiercache_bench_tests),
+# tiercache-server (its protocol tests run against the sanitized server)
+# and tiercache-flash-bench (its argument test) are built there (no other tools, no micro-benchmarks), but
 # with TIERCACHE_BUILD_BENCH on, since the workload tests need bench/'s
 # library and its multi-threaded runner is worth running under TSan.
 # One ctest test per GoogleTest suite there (cmake/TiercacheTests.cmake): a
 # sanitized test process takes 0.25-0.5 s to start, which per test was a
 # third of the ASan run.
 sanitizer_flags=(-DTIERCACHE_BUILD_BENCH=ON -DTIERCACHE_TEST_PER_SUITE=ON)
-sanitizer_targets="tiercache_tests tiercache_bench_tests tiercache-server"
+sanitizer_targets="tiercache_tests tiercache_bench_tests tiercache-server tiercache-flash-bench"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 # tests/tsan-suppressions.txt: why libpmemobj's calls are not intercepted.

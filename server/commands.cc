@@ -8,7 +8,6 @@
 namespace tiercache::server {
 
 using std::chrono::seconds;
-using std::chrono::system_clock;
 
 namespace {
 
@@ -48,8 +47,17 @@ ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
 int64_t ttlLeft(const ReadHandle& h) {
   auto at = h.expiresAt();
   if (!at) return -1;
-  auto left = std::chrono::floor<seconds>(*at - system_clock::now()).count();
+  auto left = std::chrono::floor<seconds>(*at - serverNow()).count();
   return left < 0 ? 0 : left;
+}
+
+// The key a request names in the cache: its token, or with a meta
+// command's b flag the bytes the token encodes in base64 (the parser
+// checked that it decodes). A reply's k flag echoes the token as sent.
+std::string_view cacheKey(const Request& r, std::string& buffer) {
+  if (!r.meta.has('b')) return r.keys[0];
+  decodeBase64(r.keys[0], buffer);
+  return buffer;
 }
 
 // A classic command's error line: memcached sends none for noreply.
@@ -63,6 +71,11 @@ void replyError(ReplySink& out, const Request& r, std::string_view line) {
 }
 
 }  // namespace
+
+ServerClock& serverClock() {
+  static ServerClock clock;
+  return clock;
+}
 
 std::optional<seconds> ttlFromExptime(int64_t exptime, int64_t now) {
   if (exptime == 0) return seconds(0);
@@ -131,6 +144,13 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
     case Command::kStats:
       stats(r, out, c);
       return Next::kContinue;
+    case Command::kDebugTime:
+      // memcached-debug's clock shift, for tests that wait out TTLs; an
+      // unknown command unless server.debug_commands is on.
+      if (!config_.debug_commands) break;
+      serverClock().shiftSeconds.fetch_add(r.exptime, std::memory_order_relaxed);
+      out.add("OK\r\n");
+      return Next::kContinue;
     case Command::kCacheMemlimit: memlimit(r, out); return Next::kContinue;
     case Command::kSlabsAutomove:
       // Accepted for memcached's clients and tools; tiercache moves slabs by
@@ -151,6 +171,10 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       return Next::kContinue;
     case Command::kMetaNoop:
       out.add("MN\r\n");
+      return Next::kContinue;
+    case Command::kMetaDebug:
+      c.add(c.cmd_meta);
+      metaDebug(r, out);
       return Next::kContinue;
     default:
       break;  // storage commands come through beginStore/finishStore
@@ -179,7 +203,16 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
       many.clear();
       for (std::string_view k : batch) {
         c.add(c.cmd_touch);
-        bool ok = ttl ? touchKey(cache_, k, *ttl) : cache_.remove(k) && false;
+        if (!ttl) {
+          // A deadline already past: memcached still answers with the value,
+          // which is gone from then on.
+          ReadHandle h = cache_.find(k);
+          if (h) cache_.remove(k);
+          c.add(h ? c.touch_hits : c.touch_misses);
+          many.push_back(std::move(h));
+          continue;
+        }
+        bool ok = touchKey(cache_, k, *ttl);
         c.add(ok ? c.touch_hits : c.touch_misses);
         many.push_back(ok ? cache_.find(k) : ReadHandle());
       }
@@ -241,9 +274,11 @@ bool replacesOnFailure(const Request& r) {
 }  // namespace
 
 bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters& c, PendingValue& value) {
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
   if (r.valueBytes > config_.max_item_size) {
     c.add(c.store_too_large);
-    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    if (replacesOnFailure(r)) cache_.remove(key);
     replyError(out, r, "SERVER_ERROR object too large for cache");
     return false;
   }
@@ -256,11 +291,10 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
   }
   // The value is read straight into the item that will hold it, which
   // carries its TTL and flags from the start.
-  value.item = cache_.allocate(r.keys[0], r.valueBytes, ttl.value_or(seconds(0)),
-                               meta ? r.meta.clientFlags : r.clientFlags);
+  value.item = cache_.allocate(key, r.valueBytes, ttl.value_or(seconds(0)), meta ? r.meta.clientFlags : r.clientFlags);
   if (!value.item) {
     c.add(c.store_no_memory);
-    if (replacesOnFailure(r)) cache_.remove(r.keys[0]);
+    if (replacesOnFailure(r)) cache_.remove(key);
     replyError(out, r, "SERVER_ERROR out of memory storing object");
     return false;
   }
@@ -269,7 +303,9 @@ bool CommandHandler::beginStore(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySink& out, WorkerCounters& c) {
   c.add(c.cmd_set);
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const std::string_view data = value.view();
   const bool meta = r.command == Command::kMetaSet;
   const MetaFlags& m = r.meta;
@@ -335,6 +371,22 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
       for (int i = 0; i < kCasRetries; ++i) {
         ReadHandle old = peekKey(cache_, key);
         if (!old) break;
+        if (mode == Mode::kCas && meta && m.has('I') && casIn < casOf(old)) {
+          // ms I with an older token (memcached's stale set): the value is
+          // stored all the same, marked stale, keeping the item's TTL and
+          // whether its win was handed out.
+          const uint64_t current = casOf(old);
+          const int64_t left = ttlLeft(old);
+          const LeaseMarks::Mark was = leases_.empty() ? LeaseMarks::Mark{} : leases_.get(key, current);
+          old.reset();
+          result =
+              compareAndSwap(cache_, key, current, data, seconds(left < 0 ? 0 : std::max<int64_t>(left, 1)), flags);
+          if (result == Stored::kStored) {
+            ReadHandle now = peekKey(cache_, key);
+            if (now) leases_.set(key, casOf(now), LeaseMarks::Mark{.tokenSent = was.tokenSent, .stale = true});
+          }
+          break;
+        }
         const uint64_t token = mode == Mode::kCas ? casIn : casOf(old);
         old.reset();
         if (!ttl) {
@@ -403,16 +455,18 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c':
-        if (result == Stored::kStored) {
-          if (newCas == 0) {
-            ReadHandle h = peekKey(cache_, key);
-            newCas = h ? casOf(h) : 0;
-          }
-          line += " c";
-          addNumber(line, newCas);
+        // The new item's token; 0 when nothing was stored, as memcached.
+        if (result == Stored::kStored && newCas == 0) {
+          ReadHandle h = peekKey(cache_, key);
+          newCas = h ? casOf(h) : 0;
         }
+        line += " c";
+        addNumber(line, result == Stored::kStored ? newCas : 0);
         break;
       default: break;
     }
@@ -493,7 +547,9 @@ void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   ReadHandle h;
   if (flash && flash->ready(0)) {
     h = std::move(flash->results()[0]);  // resumed: the touch and counts were done
@@ -502,14 +558,13 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     c.add(c.cmd_get);
     if (m.has('T')) {
       auto ttl = ttlFromExptime(m.ttl, nowUnix());
-      if (ttl)
-        touchKey(cache_, key, *ttl);
-      else
-        cache_.remove(key);
+      if (ttl) touchKey(cache_, key, *ttl);
+      else cache_.remove(key);
       c.add(c.cmd_touch);
     }
     if (flash) {
-      if (!flash->start(cache_, std::span<const std::string_view>(r.keys.data(), 1), 0)) {
+      // Never waits for flash: a key that may be there parks the request.
+      if (!flash->start(cache_, std::span<const std::string_view>(&key, 1), 0)) {
         c.add(c.flash_async_reads);
         return;  // executed again once the read is in
       }
@@ -519,6 +574,18 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       h = cache_.find(key);
     }
   }
+  bool created = false;
+  if (!h && m.has('N')) {
+    // Vivify on miss: an empty item with the N TTL, and this client wins
+    // the token to fill it (W); the next readers see Z until it is set.
+    auto ttl = ttlFromExptime(m.vivifyTtl, nowUnix());
+    if (ttl && cache_.add(key, std::string_view(), *ttl, 0)) {
+      h = cache_.find(key);
+      created = static_cast<bool>(h);
+    } else if (ttl) {
+      h = cache_.find(key);  // another client's, just made
+    }
+  }
   std::string line;
   if (!h) {
     c.add(c.get_misses);
@@ -526,13 +593,26 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     line = "EN";
     for (uint8_t i = 0; i < m.orderCount; ++i) {
       if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-      if (m.order[i] == 'k') line += " k", line.append(key);
+      if (m.order[i] == 'k') line += " k", line.append(sentKey);
     }
     line += "\r\n";
     out.add(line);
     return;
   }
-  c.add(c.get_hits);
+  c.add(created ? c.get_misses : c.get_hits);
+  // Lease flags, as memcached decides them: Z when the win was handed out
+  // already, X when the item is stale (and then the first reader wins), W
+  // when this request wins (vivified, stale, or R: less TTL left than asked).
+  const uint64_t cas = casOf(h);
+  const LeaseMarks::Mark mark = created || leases_.empty() ? LeaseMarks::Mark{} : leases_.get(key, cas);
+  bool won = created;
+  if (m.has('R') && !created && !mark.tokenSent) {
+    const int64_t left = ttlLeft(h);
+    won = left >= 0 && left < m.recacheTtl;
+  }
+  if (mark.stale && !mark.tokenSent) won = true;
+  bool sent = mark.tokenSent;
+  if (won && !leases_.claimToken(key, cas)) won = false, sent = true;  // another reader won first
   const bool value = m.has('v');
   if (value) {
     line = "VA ";
@@ -543,7 +623,10 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c': line += " c"; addNumber(line, casOf(h)); break;
       case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
       case 's': line += " s"; addNumber(line, h.value().size()); break;
@@ -551,6 +634,9 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       default: break;
     }
   }
+  if (sent) line += " Z";
+  if (mark.stale) line += " X";
+  if (won) line += " W";
   line += "\r\n";
   out.add(line);
   if (value) {
@@ -559,11 +645,72 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   }
 }
 
+void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
+  // "me <key>": one line about the item, without touching it (peek: no LRU
+  // bump, no promotion). memcached's own fields la, fetch, cls and size
+  // (item total) are not kept here; tiercache's are its flags, its value's
+  // bytes and the tier holding it.
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
+  ReadHandle h = peekKey(cache_, key);
+  if (!h) {
+    out.add("EN\r\n");
+    return;
+  }
+  std::string line = "ME ";
+  line.append(sentKey);
+  line += " exp=";
+  addSigned(line, ttlLeft(h));
+  line += " cas=";
+  addNumber(line, casOf(h));
+  line += " flags=";
+  addNumber(line, flagsOf(h));
+  line += " value=";
+  addNumber(line, h.value().size());
+  line += " tier=";
+  addNumber(line, h.tier());
+  line += "\r\n";
+  out.add(line);
+}
+
 void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters& c) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const char* code = "HD";
-  if (m.has('C')) {
+  if (m.has('I')) {
+    // Invalidate rather than delete: the item stays, marked stale, with a
+    // new CAS token (and the T TTL when given); the next reader wins the
+    // recache (see metaGet).
+    code = "NF";
+    for (int i = 0; i < kCasRetries; ++i) {
+      ReadHandle h = peekKey(cache_, key);
+      if (!h) break;
+      if (m.has('C') && casOf(h) != m.compareCas) {
+        code = "EX";
+        break;
+      }
+      const std::string copy(h.value());
+      const uint64_t token = casOf(h);
+      h.reset();
+      const Stored done = fromCas(cache_.updateValue(key, token, copy));  // a new token, same value
+      if (done == Stored::kExists && !m.has('C')) continue;               // rewritten meanwhile: again
+      if (done != Stored::kStored) {
+        code = done == Stored::kExists ? "EX" : "NF";
+        break;
+      }
+      if (m.has('T')) {
+        auto ttl = ttlFromExptime(m.ttl, nowUnix());
+        if (ttl) touchKey(cache_, key, *ttl);
+      }
+      ReadHandle now = peekKey(cache_, key);
+      if (now) leases_.set(key, casOf(now), LeaseMarks::Mark{.tokenSent = false, .stale = true});
+      code = "HD";
+      break;
+    }
+  } else if (m.has('C')) {
     ReadHandle h = peekKey(cache_, key);
     if (!h) code = "NF";
     else if (casOf(h) != m.compareCas) code = "EX";
@@ -581,7 +728,7 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
   std::string line = code;
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     if (m.order[i] == 'O') line += " O", line.append(m.opaque);
-    if (m.order[i] == 'k') line += " k", line.append(key);
+    if (m.order[i] == 'k') line += " k", line.append(sentKey);
   }
   line += "\r\n";
   out.add(line);
@@ -589,7 +736,9 @@ void CommandHandler::metaDelete(const Request& r, ReplySink& out, WorkerCounters
 
 void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c) {
   const MetaFlags& m = r.meta;
-  const std::string_view key = r.keys[0];
+  std::string keyBuffer;
+  const std::string_view key = cacheKey(r, keyBuffer);
+  const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
   const bool incr = !(m.mode == 'D' || m.mode == 'd' || m.mode == '-');
   uint64_t v = 0, cas = 0;
   int64_t ttl = -1;
@@ -635,7 +784,10 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
         for (uint8_t i = 0; i < m.orderCount; ++i) {
           switch (m.order[i]) {
             case 'O': line += " O"; line.append(m.opaque); break;
-            case 'k': line += " k"; line.append(key); break;
+            case 'k':
+              line += " k";
+              line.append(sentKey);
+              break;
             case 'c': line += " c"; addNumber(line, cas); break;
             case 't': line += " t"; addSigned(line, ttl); break;
             default: break;
@@ -651,7 +803,10 @@ void CommandHandler::metaArithmetic(const Request& r, ReplySink& out, WorkerCoun
   for (uint8_t i = 0; i < m.orderCount; ++i) {
     switch (m.order[i]) {
       case 'O': line += " O"; line.append(m.opaque); break;
-      case 'k': line += " k"; line.append(key); break;
+      case 'k':
+        line += " k";
+        line.append(sentKey);
+        break;
       case 'c': if (d == Delta::kOk) line += " c", addNumber(line, cas); break;
       case 't': if (d == Delta::kOk) line += " t", addSigned(line, ttl); break;
       default: break;

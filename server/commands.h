@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../allocator/cache.h"
+#include "meta_leases.h"
 #include "pending_reads.h"
 #include "protocol.h"
 #include "server_config.h"
@@ -79,8 +80,17 @@ struct ServerState {
   std::atomic<uint64_t> totalConnections{0};
   std::atomic<uint64_t> rejectedConnections{0};
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
+  std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
+  // `stats reset`: the counters as they were then; stats reports what
+  // changed since (memcached zeroes its counters; gauges such as curr_items
+  // are left alone). Under resetMutex.
+  std::mutex resetMutex;
+  std::optional<CacheStats> cacheAtReset;
+  std::vector<uint64_t> workersAtReset;  // one per TIERCACHE_SERVER_COUNTERS row
+  uint64_t totalConnectionsAtReset = 0, rejectedConnectionsAtReset = 0, listenDisabledAtReset = 0;
+  uint64_t connYieldsAtReset = 0;
 };
 
 // Where a storage request's value is read to: straight into the item that
@@ -131,12 +141,19 @@ class CommandHandler {
   void stats(const Request& r, ReplySink& out, WorkerCounters& c);
   // "stats cachedump <class> <limit>" into s; false for bad arguments.
   bool cachedump(std::string_view args, const CacheStats& cs, std::string& s);
+  // The `stats slabs` / `stats items` id of a class: 1 + its index in the
+  // class ladder, plus one ladder per (tier, pool) before it, so that ids
+  // stay put as classes fill and tier 0's are memcached's slab class ids
+  // when the ladder is memcached's (allocation min_size 96, growth 1.25).
+  uint64_t classNumber(const ClassStats& k) const;
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaDebug(const Request& r, ReplySink& out);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);
   void memlimit(const Request& r, ReplySink& out);
 
   Cache& cache_;
+  LeaseMarks leases_;  // mg's W/Z/X bits of the items a lease command touched
   const ServerConfig& config_;
   ServerState& state_;
 };
@@ -152,8 +169,26 @@ inline void addSigned(std::string& s, int64_t v) {
   auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   s.append(buf, p);
 }
+// The server's clock: the wall clock, moved ahead by `debugtime` (only
+// accepted with server.debug_commands, as memcached-debug's). With
+// debug_commands the clock also ticks in whole seconds, as memcached's does,
+// so that moving it by an item's TTL expires the item (a sub-second clock
+// keeps it up to a second longer, as tiercache rounds deadlines up). The
+// cache reads the same clock then (tools/tiercache_server.cc passes
+// serverNow as its expiry clock).
+struct ServerClock {
+  std::atomic<int64_t> shiftSeconds{0};
+  std::atomic<bool> wholeSeconds{false};
+};
+ServerClock& serverClock();
+inline std::chrono::system_clock::time_point serverNow() {
+  const ServerClock& c = serverClock();
+  const auto shift = std::chrono::seconds(c.shiftSeconds.load(std::memory_order_relaxed));
+  const auto t = std::chrono::system_clock::now() + shift;
+  return c.wholeSeconds.load(std::memory_order_relaxed) ? std::chrono::floor<std::chrono::seconds>(t) : t;
+}
 inline int64_t nowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(serverNow().time_since_epoch()).count();
 }
 
 // memcached's expiry rule: 0 = never; negative = already expired; up to 30

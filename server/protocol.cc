@@ -51,7 +51,7 @@ struct CommandName {
 };
 constexpr uint8_t kAny = 0;
 
-constexpr std::array<CommandName, 26> kCommands = {{
+constexpr std::array<CommandName, 28> kCommands = {{
     {"get", Command::kGet, 2, kAny, false},
     {"gets", Command::kGets, 2, kAny, false},
     {"gat", Command::kGat, 2, kAny, false},
@@ -78,6 +78,8 @@ constexpr std::array<CommandName, 26> kCommands = {{
     {"mn", Command::kMetaNoop, 1, kAny, false},
     {"cache_memlimit", Command::kCacheMemlimit, 2, 3, true},
     {"slabs", Command::kSlabsAutomove, 3, 4, true},
+    {"debugtime", Command::kDebugTime, 2, 2, false},
+    {"me", Command::kMetaDebug, 2, kAny, false},
 }};
 
 // memcached's exptime: any whole number (it is compared, never added to a
@@ -117,7 +119,10 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
   for (size_t i = first; i < t.size(); ++i) {
     const char f = t[i][0];
     const std::string_view v = t[i].substr(1);
-    if (!((f >= 'A' && f <= 'Z') || (f >= 'a' && f <= 'z'))) return error("CLIENT_ERROR invalid flag", swallow);
+    // The flags memcached 1.6 knows, whichever meta command they come with
+    // (it ignores those that mean nothing to the command); others are refused.
+    constexpr std::string_view kKnown = "bNTRlOPLkstcfvhuqFCMJDI";
+    if (kKnown.find(f) == std::string_view::npos) return error("CLIENT_ERROR invalid flag", swallow);
     const uint64_t bit = uint64_t{1} << (f - 'A');
     if (m.seen & bit) return error("CLIENT_ERROR duplicate flag", swallow);
     m.seen |= bit;
@@ -129,10 +134,11 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
         m.opaque = v;
         break;
       case 'T':
-      case 'N': {
+      case 'N':
+      case 'R': {
         int64_t s;
         if (!parseExptime(v, s)) return error("CLIENT_ERROR bad token in command line format", swallow);
-        (f == 'T' ? m.ttl : m.vivifyTtl) = s;
+        (f == 'T' ? m.ttl : f == 'N' ? m.vivifyTtl : m.recacheTtl) = s;
         break;
       }
       case 'F': {
@@ -157,9 +163,12 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
         if (v.size() != 1) return error("CLIENT_ERROR bad token in command line format", swallow);
         m.mode = v[0];
         break;
-      case 'b':
-        // Base64 keys are not decoded here; refusing beats storing under the encoded name.
-        return error("CLIENT_ERROR base64 keys (b flag) are not supported", swallow);
+      case 'b': {
+        // The key token is base64: it must decode to a key (1..250 bytes of anything).
+        std::string key;
+        if (!decodeBase64(r.keys[0], key) || key.empty()) return error("CLIENT_ERROR error decoding key", swallow);
+        break;
+      }
       default:
         break;  // flags without a token (v, k, c, f, t, s, q, ...) or ignored ones
     }
@@ -168,6 +177,34 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
 }
 
 }  // namespace
+
+bool decodeBase64(std::string_view in, std::string& out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out.clear();
+  if (in.size() % 4 != 0) return false;
+  for (size_t i = 0; i < in.size(); i += 4) {
+    const bool last = i + 4 == in.size();
+    // "=" only at the end: "xx==" (one byte) or "xxx=" (two).
+    const int pad = last ? (in[i + 3] == '=') + (in[i + 2] == '=' && in[i + 3] == '=') : 0;
+    uint32_t bits = 0;
+    for (int j = 0; j < 4; ++j) {
+      const int v = j >= 4 - pad ? 0 : value(in[i + j]);
+      if (v < 0) return false;
+      bits = bits << 6 | static_cast<uint32_t>(v);
+    }
+    out.push_back(static_cast<char>(bits >> 16));
+    if (pad < 2) out.push_back(static_cast<char>(bits >> 8 & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(bits & 0xff));
+  }
+  return true;
+}
 
 bool parseU64(std::string_view s, uint64_t& out) {
   if (s.empty() || s.size() > 20) return false;
@@ -355,6 +392,10 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
       r.noreply = t.size() == 4 && t[3] == "noreply";
       return {};
     }
+    case Command::kDebugTime:
+      // "debugtime <seconds>": how far to move the server's clock ahead.
+      if (!parseI64(t[1], r.exptime)) return error("ERROR");
+      return {};
     case Command::kStats: {
       // Everything after "stats" as one string: "slabs", "items", "tiers", "reset", ...
       const size_t at = line.find("stats") + 5;
@@ -362,6 +403,18 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
       while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
       while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
       r.statsArgs = rest;
+      return {};
+    }
+    case Command::kMetaDebug: {
+      // "me <key> [b]": memcached's item debug line.
+      if (!validKey(o, t[1])) return error(kBadFormat);
+      r.keys.push_back(t[1]);
+      if (t.size() > 2) {
+        std::string key;
+        if (t.size() > 3 || t[2] != "b") return error(kBadFormat);
+        if (!decodeBase64(t[1], key) || key.empty()) return error("CLIENT_ERROR error decoding key");
+        r.meta.seen |= uint64_t{1} << ('b' - 'A');
+      }
       return {};
     }
     case Command::kMetaGet:

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -58,7 +59,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
-  kCacheMemlimit, kSlabsAutomove,
+  kCacheMemlimit, kSlabsAutomove, kDebugTime, kMetaDebug,
 };
 // clang-format on
 
@@ -73,6 +74,7 @@ struct MetaFlags {
   std::string_view opaque;            // O
   int64_t ttl = 0;                    // T (ms, mg, ma, md)
   int64_t vivifyTtl = 0;              // N (ma, mg)
+  int64_t recacheTtl = 0;             // R (mg): win the recache when less TTL is left
   uint32_t clientFlags = 0;           // F (ms)
   uint64_t compareCas = 0;            // C
   uint64_t delta = 1;                 // D (ma)
@@ -92,7 +94,7 @@ struct Request {
   Command command = Command::kVersion;
   std::vector<std::string_view> keys;  // get/gets/gat/gats: all; others: one
   uint32_t clientFlags = 0;  // storage
-  int64_t exptime = 0;       // storage, touch, gat, flush_all delay
+  int64_t exptime = 0;       // storage, touch, gat, flush_all delay, debugtime shift
   uint64_t valueBytes = 0;   // storage: bytes of the value that follow
   uint64_t cas = 0;          // cas
   uint64_t delta = 0;        // incr/decr
@@ -117,6 +119,12 @@ struct ParseOptions {
 };
 
 ParseResult parseLine(std::string_view line, Request& out, ParseOptions options = {});
+
+// Standard base64 (RFC 4648 alphabet, "=" padding required) into `out`;
+// false for anything else. Meta commands' `b` flag: the key token is the
+// base64 form of a binary key (parseLine checks that it decodes; the
+// command handler decodes it).
+bool decodeBase64(std::string_view in, std::string& out);
 
 // Number parsing as memcached does it (decimal, whole token, in range).
 bool parseU64(std::string_view s, uint64_t& out);

@@ -177,6 +177,8 @@ struct Connection final : ReplySink {
   bool eof = false;      // the client shut down its sending side
   bool closing = false;  // write what is owed, then close
   bool failed = false;   // socket error: close now
+  bool yielded = false;  // stopped at server.reqs_per_event with requests left in `in`
+  uint32_t served = 0;   // requests begun in this wake-up
   const char* why = "done";
   FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
 
@@ -288,7 +290,7 @@ void Worker::closeAfterWrite(Connection* c) { c->closing = true; }
 void Worker::settle(Connection* c) {
   if (!c->failed && !c->out.empty() && !flush(c)) c->failed = true, c->why = "socket error";
   // A client that shut down its side is owed the replies to what it sent.
-  if (c->eof && !c->paused && !c->waiting && c->state != Connection::State::kGet) c->closing = true;
+  if (c->eof && !c->paused && !c->yielded && !c->waiting && c->state != Connection::State::kGet) c->closing = true;
   // A request waiting for flash is answered before a closing connection goes.
   if (c->failed || (c->closing && c->out.empty() && !c->waiting)) {
     close(c, c->why);
@@ -328,7 +330,13 @@ void Worker::onReadable(int, short what, void* arg) {
     w->close(c, "idle timeout");
     return;
   }
-  w->readAndProcess(c);
+  c->served = 0;
+  if (c->yielded) {
+    // Back after giving way (server.reqs_per_event): the requests left first.
+    c->yielded = false;
+    w->process(c);
+  }
+  if (!c->yielded) w->readAndProcess(c);
   w->settle(c);
 }
 
@@ -349,7 +357,8 @@ void Worker::onWritable(int, short what, void* arg) {
 }
 
 void Worker::readAndProcess(Connection* c) {
-  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->waiting; ++round) {
+  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->yielded && !c->waiting;
+       ++round) {
     char* to;
     size_t room;
     const uint64_t valueLeft =
@@ -418,7 +427,18 @@ void Worker::process(Connection* c) {
         return;
       }
     }
+    if (c->state == Connection::State::kLine && config_.reqs_per_event != 0 && c->served >= config_.reqs_per_event &&
+        c->available() > 0) {
+      // memcached's -R: after this many requests the connection gives way to
+      // the others of this worker, and takes up the rest on the loop's next turn.
+      state_.connYields.fetch_add(1, std::memory_order_relaxed);
+      c->yielded = true;
+      event_active(c->readEvent, EV_READ, 0);
+      break;
+    }
+    const bool request = c->state == Connection::State::kLine;
     if (!processOne(c)) break;
+    if (request) ++c->served;
   }
   // An emptied buffer that grew for a long line goes back to its first size.
   if (c->available() == 0 && c->inCap > kInputInitial) {
@@ -575,6 +595,7 @@ void Worker::onFlashRead(void* self, void* conn) {
   auto* w = static_cast<Worker*>(self);
   auto* c = static_cast<Connection*>(conn);
   c->waiting = false;
+  c->served = 0;  // a new wake-up for server.reqs_per_event
   if (!c->failed) {
     if (c->closing) {
       w->processOne(c);

@@ -82,6 +82,20 @@ const config::Schema& schema() {
                .description = "Off: `flush_all` is refused with `CLIENT_ERROR flush_all not allowed` and nothing "
                               "is flushed, so no client can empty a shared cache (memcached's -F).",
                .field = SERVER_FIELD(c.flush_all_enabled)},
+              {.name = "reqs_per_event",
+               .type = Type::kCount,
+               .description = "Requests a connection may carry out in one wake-up before it gives way to the "
+                              "other connections of its worker (and takes up the rest on the event loop's next "
+                              "turn; `stats`: `conn_yields`), so that a deep pipeline cannot hold a worker; 0 = no "
+                              "limit. memcached's -R.",
+               .field = SERVER_FIELD(c.reqs_per_event),
+               .max = 1'000'000},
+              {.name = "debug_commands",
+               .type = Type::kBool,
+               .description = "Accept `debugtime <seconds>`, which moves the server's clock (and so every "
+                              "item's expiry) that many seconds ahead, as memcached-debug does for its tests. Off: "
+                              "`debugtime` is an unknown command (`ERROR`). For tests only.",
+               .field = SERVER_FIELD(c.debug_commands)},
           },
       .wholeFloats = true,  // the server always took 1e4 for a count
   };

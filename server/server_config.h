@@ -24,6 +24,8 @@ struct ServerConfig {
   uint32_t idle_timeout = 300;        // seconds without a request before a connection is closed; 0 = never
   bool strict_keys = false;           // refuse control bytes in keys (memcached accepts all but space and NUL)
   bool flush_all_enabled = true;      // false: flush_all is refused (memcached -F)
+  uint32_t reqs_per_event = 0;        // requests per wake-up before a connection gives way; 0 = no limit
+  bool debug_commands = false;        // accept `debugtime` (memcached-debug's clock shift), tests only
 
   // Parse the "server" object of a whole config document (absent: defaults);
   // throws ConfigError.

@@ -33,7 +33,37 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     }
     s += "\r\n";
   };
-  const CacheStats cs = cache_.stats();
+  if (r.statsArgs == "reset") {
+    std::lock_guard lock(state_.resetMutex);
+    state_.cacheAtReset = cache_.stats();
+    state_.workersAtReset.clear();
+#define TIERCACHE_SUM_COUNTER(name, help)                                                          \
+  {                                                                                                \
+    uint64_t sum = 0;                                                                              \
+    for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
+    state_.workersAtReset.push_back(sum);                                                          \
+  }
+    TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
+#undef TIERCACHE_SUM_COUNTER
+    state_.totalConnectionsAtReset = state_.totalConnections.load();
+    state_.rejectedConnectionsAtReset = state_.rejectedConnections.load();
+    state_.listenDisabledAtReset = state_.listenDisabled.load();
+    state_.connYieldsAtReset = state_.connYields.load();
+    out.add("RESET\r\n");
+    return;
+  }
+  CacheStats cs = cache_.stats();
+  std::vector<uint64_t> workersAtReset;
+  uint64_t connectionsAtReset = 0, rejectedAtReset = 0, listenDisabledAtReset = 0, yieldsAtReset = 0;
+  {
+    std::lock_guard lock(state_.resetMutex);
+    if (state_.cacheAtReset) cs = cs.since(*state_.cacheAtReset);
+    workersAtReset = state_.workersAtReset;
+    connectionsAtReset = state_.totalConnectionsAtReset;
+    rejectedAtReset = state_.rejectedConnectionsAtReset;
+    listenDisabledAtReset = state_.listenDisabledAtReset;
+    yieldsAtReset = state_.connYieldsAtReset;
+  }
   if (r.statsArgs.empty()) {
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
@@ -47,14 +77,18 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("rusage_system", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
     stat("max_connections", static_cast<uint64_t>(config_.max_conns));
     stat("curr_connections", state_.currConnections.load());
-    stat("total_connections", state_.totalConnections.load());
-    stat("rejected_connections", state_.rejectedConnections.load());
-    stat("listen_disabled_num", state_.listenDisabled.load());
-#define TIERCACHE_SUM_COUNTER(name, help)                                              \
-  {                                                                                      \
-    uint64_t sum = 0;                                                                    \
+    stat("total_connections", state_.totalConnections.load() - connectionsAtReset);
+    stat("rejected_connections", state_.rejectedConnections.load() - rejectedAtReset);
+    stat("listen_disabled_num", state_.listenDisabled.load() - listenDisabledAtReset);
+    stat("conn_yields", state_.connYields.load() - yieldsAtReset);
+    size_t row = 0;
+#define TIERCACHE_SUM_COUNTER(name, help)                                                          \
+  {                                                                                                \
+    uint64_t sum = 0;                                                                              \
     for (const WorkerCounters* w : state_.workers) sum += w->name.load(std::memory_order_relaxed); \
-    stat(#name, sum);                                                                    \
+    if (row < workersAtReset.size()) sum -= workersAtReset[row];                                   \
+    ++row;                                                                                         \
+    stat(#name, sum);                                                                              \
   }
     TIERCACHE_SERVER_COUNTERS(TIERCACHE_SUM_COUNTER)
 #undef TIERCACHE_SUM_COUNTER
@@ -65,14 +99,16 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("curr_items", cs.items);
     stat("total_items", cs.inserts);
     stat("evictions", cs.evictions + cs.background_evictions);
+    // memcached's "reclaimed": items found dead (expired or flushed) and
+    // their slots taken back, by a read, a write of the key or the reaper.
+    stat("reclaimed", cs.expired);
     stat("demotions", cs.demotions);
     stat("promotions", cs.promotions);
   } else if (r.statsArgs == "slabs") {
     // One "slab class" per (tier, pool, allocation class): ids number them in order.
     uint64_t active = 0, total = 0;
-    for (size_t i = 0; i < cs.classes.size(); ++i) {
-      const ClassStats& k = cs.classes[i];
-      std::string p = std::to_string(i + 1) + ":";
+    for (const ClassStats& k : cs.classes) {
+      std::string p = std::to_string(classNumber(k)) + ":";
       stat(p + "tier", static_cast<uint64_t>(k.tier));
       stat(p + "pool", static_cast<uint64_t>(k.pool));
       stat(p + "chunk_size", static_cast<uint64_t>(k.alloc_size));
@@ -86,9 +122,8 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("active_slabs", active);
     stat("total_malloced", total);
   } else if (r.statsArgs == "items") {
-    for (size_t i = 0; i < cs.classes.size(); ++i) {
-      const ClassStats& k = cs.classes[i];
-      std::string p = "items:" + std::to_string(i + 1) + ":";
+    for (const ClassStats& k : cs.classes) {
+      std::string p = "items:" + std::to_string(classNumber(k)) + ":";
       stat(p + "number", k.items);
       stat(p + "evicted", k.evictions + k.background_evictions);
       stat(p + "demoted", k.demotions);
@@ -146,6 +181,13 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
   out.add(s);
 }
 
+uint64_t CommandHandler::classNumber(const ClassStats& k) const {
+  const CacheConfig& config = cache_.config();
+  const uint64_t ladder = config.classCount();
+  const uint64_t pools = std::max<size_t>(1, config.pools.size());
+  return 1 + k.class_id + ladder * (k.tier * pools + k.pool);
+}
+
 bool CommandHandler::cachedump(std::string_view args, const CacheStats& cs, std::string& s) {
   // "cachedump <class> <limit>": memcached's debugging dump, "ITEM <key>
   // [<bytes> b; <expiry, unix seconds> s]" per item. The class (numbered as
@@ -165,11 +207,20 @@ bool CommandHandler::cachedump(std::string_view args, const CacheStats& cs, std:
   }
   uint32_t id = 0, limit = 0;
   if (t.size() != 3 || !parseU32(t[1], id) || !parseU32(t[2], limit)) return false;
-  if (id == 0 || id > cs.classes.size()) return true;  // memcached: an empty dump
-  const ClassStats& k = cs.classes[id - 1];
-  uint64_t below = 0;  // the chunk size of the class before in the same tier and pool
-  if (id >= 2 && cs.classes[id - 2].tier == k.tier && cs.classes[id - 2].pool == k.pool)
-    below = cs.classes[id - 2].alloc_size;
+  const ClassStats* found = nullptr;
+  for (const ClassStats& k : cs.classes) {
+    if (classNumber(k) == id) found = &k;
+  }
+  if (found == nullptr) return true;  // memcached: an empty dump
+  const ClassStats& k = *found;
+  // The chunk size of the class before in the ladder (the items of this
+  // class are larger than it).
+  uint64_t below = 0;
+  if (k.class_id > 0) {
+    const CacheConfig& config = cache_.config();
+    below = makeClassSizes(config.allocation.min_size, config.maxAllocSize(), config.allocation.growth_factor,
+                           config.allocation.sizes)[k.class_id - 1];
+  }
   uint32_t listed = 0;
   const size_t start = s.size();
   cache_.forEachItem([&](const ReadHandle& h) {

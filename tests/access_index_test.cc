@@ -594,6 +594,69 @@ TEST_F(AccessIndexTest, MoveRacingRemoveNeverLeavesTwoCopiesOrNone) {
 
 // ---- debug assertions ------------------------------------------------------
 
+TEST_F(AccessIndexTest, LookupsPassItemsOfAnotherTagAndUnpinWhatTheyGiveUp) {
+  // One bucket (hash & 3 == 1), three keys: "x" and "y" share a tag, "z"
+  // has another. Every lookup, hit or miss, leaves each item as it was:
+  // a lock-free lookup that pinned the wrong key's item gave the pin back.
+  const uint64_t tagA = uint64_t{0xA1} << 56, tagB = uint64_t{0xB2} << 56;
+  const CompressedRef x = publish(0, "x", tagA | 1, "vx");
+  const CompressedRef y = publish(1, "y", tagA | 1, "vy");
+  const CompressedRef z = publish(2, "z", tagB | 1, "vz");
+  EXPECT_EQ(item(x)->indexTag(), 0xA1);
+  EXPECT_EQ(item(z)->indexTag(), 0xB2);
+  for (int round = 0; round < 20; ++round) {  // past the move-to-front period: chain orders change
+    EXPECT_EQ(lookup("x", tagA | 1), "vx");
+    EXPECT_EQ(lookup("y", tagA | 1), "vy");
+    EXPECT_EQ(lookup("z", tagB | 1), "vz");
+    EXPECT_EQ(lookup("w", tagA | 1), "<absent>");  // a same-tag miss
+    for (CompressedRef r : {x, y, z}) EXPECT_EQ(state(r) & ~Item::kHitMask, kA) << "round " << round;
+  }
+  EXPECT_EQ(index_->openReadSections(), 0u);
+}
+
+TEST_F(AccessIndexTest, CheckNamesALinkedItemWithAWrongTag) {
+  const uint64_t hash = (uint64_t{0x5C} << 56) | 2;
+  const CompressedRef ref = publish(0, "k", hash);
+  std::string out;
+  index_->check(
+      +[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
+  EXPECT_EQ(out, "");
+  item(ref)->setIndexTag(0x5D);
+  index_->check(
+      +[](std::string_view) -> uint64_t { return (uint64_t{0x5C} << 56) | 2; }, out);
+  EXPECT_NE(out.find("wrong tag"), std::string::npos) << out;
+}
+
+TEST(IndexReadersTest, AGracePeriodWaitsForTheSectionsOpenWhenItBegan) {
+  IndexReaders readers;
+  std::atomic<int> phase{0};
+  std::thread reader([&] {
+    IndexReaders::Section s(readers);
+    ASSERT_TRUE(s);
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    s.leave();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_EQ(readers.openSections(), 1u);
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    readers.waitForReaders();
+    waited = true;
+  });
+  // The reader's section is open and stays open: the wait cannot end.
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::yield();
+    ASSERT_FALSE(waited.load()) << "the grace period ended while a section was open";
+  }
+  phase = 2;
+  waiter.join();
+  EXPECT_TRUE(waited.load());
+  reader.join();
+  readers.waitForReaders();  // none open: returns at once
+  EXPECT_EQ(readers.openSections(), 0u);
+}
+
 TEST_F(AccessIndexTest, StripeLockUnderAClassLockFiresDcheck) {
   if (!dcheck::kOn) GTEST_SKIP() << "TC_DCHECK is compiled out in this build type (Release/RelWithDebInfo)";
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";

@@ -58,6 +58,25 @@ TEST(FlashCache, VictimsAreReadBackFromFlash) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+// couldExist (CacheLib's couldExistFast): memory looked at as peek does,
+// then the flash index alone; nothing is read from flash or promoted.
+TEST(FlashCache, CouldExistAsksMemoryAndTheFlashIndexWithoutReading) {
+  TempDir dir(flashTestParent());
+  Cache cache(flashCacheConfig(dir.file("flash"), 128));
+  fillPastMemory(cache);
+  ASSERT_FALSE(cache.peek(fck(0)));  // on flash only
+  const CacheStats before = cache.stats();
+  EXPECT_TRUE(cache.couldExist(fck(0)));
+  EXPECT_TRUE(cache.couldExist(fck(19999)));  // in memory
+  EXPECT_FALSE(cache.couldExist("fc-absent"));
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.flash_hits, before.flash_hits);
+  EXPECT_EQ(after.gets, before.gets);
+  EXPECT_FALSE(cache.peek(fck(0)));  // not promoted
+  ASSERT_TRUE(cache.remove(fck(0)));
+  EXPECT_FALSE(cache.couldExist(fck(0)));
+}
+
 TEST(FlashCache, FindManyReadsItsFlashMissesInOneBatch) {
   TempDir dir(flashTestParent());
   Cache cache(flashCacheConfig(dir.file("flash"), 128));

@@ -300,6 +300,8 @@ TEST(Lifecycle, PeekChangesNoCounterAndNoPolicyState) {
   const CacheStats before = cache.stats();
   for (int i = 0; i < 10; ++i) EXPECT_EQ(cache.peek("a").value(), "1");
   EXPECT_FALSE(cache.peek("missing"));
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(cache.couldExist("a"));  // a peek too
+  EXPECT_FALSE(cache.couldExist("missing"));
   const CacheStats after = cache.stats();
   EXPECT_EQ(after.gets, before.gets);
   EXPECT_EQ(after.hits, before.hits);

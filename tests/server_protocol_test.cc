@@ -9,6 +9,7 @@
 
 #include "allocator/cache_config.h"
 #include "server/commands.h"
+#include "server/meta_leases.h"
 #include "server/protocol.h"
 #include "server/server_config.h"
 
@@ -178,14 +179,51 @@ TEST(ServerProtocol, MetaFlagsKeepTheirOrder) {
   EXPECT_EQ(std::string(r.meta.order, r.meta.orderCount), "vOkTc");
   EXPECT_EQ(parse("mg key v v", r).error, "CLIENT_ERROR duplicate flag");
   EXPECT_EQ(parse("mg key 1", r).error, "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(parse("mg foo m o o o", r).error, "CLIENT_ERROR invalid flag");  // unknown before duplicate
+  EXPECT_EQ(parse("mg key R30 v", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.meta.recacheTtl, 30);
+  EXPECT_EQ(parse("mg key Rx", r).error, "CLIENT_ERROR bad token in command line format");
   ParseResult p = parse("ms key 3 MZ", r);
   EXPECT_EQ(p.error, "CLIENT_ERROR invalid mode for ms M token");
   EXPECT_EQ(p.swallow, 5u);
   EXPECT_EQ(parse("ma key MX", r).error, "CLIENT_ERROR invalid mode for ma M token");
   EXPECT_EQ(parse("ma key Dx", r).error, "CLIENT_ERROR invalid numeric delta value");
-  p = parse("ms a2V5 2 b", r);
-  EXPECT_EQ(p.error, "CLIENT_ERROR base64 keys (b flag) are not supported");
+  ASSERT_EQ(parse("ms a2V5 2 b", r).status, ParseResult::kOk);
+  EXPECT_TRUE(r.meta.has('b'));
+  EXPECT_EQ(r.keys[0], "a2V5");  // decoded by the command handler
+  p = parse("ms a2V5= 2 b", r);
+  EXPECT_EQ(p.error, "CLIENT_ERROR error decoding key");
   EXPECT_EQ(p.swallow, 4u);
+  EXPECT_EQ(parse("mg a*V5 b v", r).error, "CLIENT_ERROR error decoding key");
+}
+
+TEST(ServerProtocol, Base64KeysDecode) {
+  std::string out;
+  ASSERT_TRUE(decodeBase64("44OG44K544OI", out));
+  EXPECT_EQ(out, "\xe3\x83\x86\xe3\x82\xb9\xe3\x83\x88");  // "tesuto" in katakana
+  ASSERT_TRUE(decodeBase64("a2V5", out));
+  EXPECT_EQ(out, "key");
+  ASSERT_TRUE(decodeBase64("a2U=", out));
+  EXPECT_EQ(out, "ke");
+  ASSERT_TRUE(decodeBase64("aw==", out));
+  EXPECT_EQ(out, "k");
+  ASSERT_TRUE(decodeBase64("AP8gCg==", out));
+  EXPECT_EQ(out, std::string("\x00\xff \n", 4));
+  EXPECT_FALSE(decodeBase64("a2V", out));   // not a multiple of 4
+  EXPECT_FALSE(decodeBase64("a=V5", out));  // padding inside
+  EXPECT_FALSE(decodeBase64("a2V5aw=a", out));
+  EXPECT_FALSE(decodeBase64("a2-5", out));
+}
+
+TEST(ServerProtocol, MetaDebugLine) {
+  Request r;
+  ASSERT_EQ(parse("me foo", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kMetaDebug);
+  EXPECT_EQ(r.keys[0], "foo");
+  ASSERT_EQ(parse("me a2V5 b", r).status, ParseResult::kOk);
+  EXPECT_TRUE(r.meta.has('b'));
+  EXPECT_EQ(parse("me", r).error, "ERROR");
+  EXPECT_EQ(parse("me foo x", r).error, "CLIENT_ERROR bad command line format");
 }
 
 TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
@@ -196,6 +234,41 @@ TEST(ServerProtocol, ExptimeFollowsMemcachedRules) {
   EXPECT_EQ(ttlFromExptime(30 * 24 * 3600, now), std::chrono::seconds(30 * 24 * 3600));  // still relative
   EXPECT_EQ(ttlFromExptime(now + 100, now), std::chrono::seconds(100));                // absolute
   EXPECT_EQ(ttlFromExptime(now - 1, now), std::nullopt);
+}
+
+TEST(ServerProtocol, DebugTimeTakesOneSignedNumber) {
+  Request r;
+  ASSERT_EQ(parse("debugtime 30", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.command, Command::kDebugTime);
+  EXPECT_EQ(r.exptime, 30);
+  ASSERT_EQ(parse("debugtime -5", r).status, ParseResult::kOk);
+  EXPECT_EQ(r.exptime, -5);
+  EXPECT_EQ(parse("debugtime x", r).error, "ERROR");
+  EXPECT_EQ(parse("debugtime", r).error, "ERROR");
+  EXPECT_EQ(parse("debugtime 1 2", r).error, "ERROR");
+}
+
+TEST(ServerLeases, MarksBelongToOneVersionAndStayBounded) {
+  LeaseMarks marks;
+  EXPECT_TRUE(marks.empty());
+  EXPECT_TRUE(marks.claimToken("k", 7));   // the first reader wins
+  EXPECT_FALSE(marks.claimToken("k", 7));  // the next one does not
+  EXPECT_TRUE(marks.get("k", 7).tokenSent);
+  EXPECT_FALSE(marks.get("k", 8).tokenSent);  // a rewrite (new token) voids the mark...
+  EXPECT_TRUE(marks.empty());                 // ...which is dropped
+  marks.set("s", 3, LeaseMarks::Mark{.tokenSent = false, .stale = true});
+  EXPECT_TRUE(marks.get("s", 3).stale);
+  EXPECT_TRUE(marks.claimToken("s", 3));
+  EXPECT_TRUE(marks.get("s", 3).stale);
+  marks.set("s", 3, LeaseMarks::Mark{});
+  EXPECT_TRUE(marks.empty());
+  // Far more marked items than kept: the newest are there, memory stays bounded.
+  const size_t many = LeaseMarks::kShards * LeaseMarks::kPerShard * 3;
+  for (size_t i = 0; i < many; ++i) marks.claimToken("key" + std::to_string(i), i);
+  EXPECT_TRUE(marks.get("key" + std::to_string(many - 1), many - 1).tokenSent);
+  size_t kept = 0;
+  for (size_t i = 0; i < many; ++i) kept += marks.get("key" + std::to_string(i), i).tokenSent;
+  EXPECT_LE(kept, LeaseMarks::kShards * LeaseMarks::kPerShard);
 }
 
 TEST(ServerConfig, DefaultsAndParsedValues) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "allocator/cache.h"
+#include "server/commands.h"
 #include "server/protocol.h"
 #include "server/server.h"
 #include "server/server_config.h"
@@ -128,7 +129,13 @@ int main(int argc, char** argv) {
   }
 
   try {
-    tiercache::Cache cache(cacheConfig);
+    tiercache::CacheHooks hooks;
+    // debugtime moves the server's clock; the cache's expiry must follow it.
+    if (config.debug_commands) {
+      tiercache::server::serverClock().wholeSeconds.store(true);
+      hooks.clock = tiercache::server::serverNow;
+    }
+    tiercache::Cache cache(cacheConfig, hooks);
     const size_t fits = cache.maxValueSize(tiercache::server::kMaxKeyLength);
     if (config.max_item_size > fits) {
       std::cerr << "tiercache-server: server.max_item_size: " << config.max_item_size

@@ -214,7 +214,24 @@ TEST(CachebenchTest, UnhonourableKeysAreErrorsNamingThem) {
                     "persistent");
   expectImportError(document("", R"(, "addChainedRatio": 0.1)"), "test_config.chainedItemLengthRange",
                     "missing (needed with addChainedRatio)");
-  expectImportError(document("", R"(, "couldExistRatio": 0.1)"), "test_config.couldExistRatio", "no couldExistRatio");
+  expectImportError(document("", R"(, "couldExistRatio": -0.1)"), "test_config.couldExistRatio",
+                    "must not be negative");
+  expectImportError(document("", R"(, "loneSetRatio": "many")"), "test_config.loneSetRatio", "must be a number");
+  expectImportError(document("", R"(, "poolDistributions": {})"), "test_config.poolDistributions",
+                    "non-empty array of objects");
+  expectImportError(document("", R"(, "poolDistributions": [1])"), "test_config.poolDistributions[0]",
+                    "must be an object");
+  expectImportError(document("", R"(, "poolDistributions": [{"getRatio": 1}, {"getRatio": 1}])"),
+                    "test_config.poolDistributions", "has 2 entries but keyPoolDistribution has 1 pools");
+  expectImportError(document("", R"(, "poolDistributions": [{"getRatio": 1, "loneSetRatio": -1}])"),
+                    "test_config.poolDistributions[0].loneSetRatio", "must not be negative");
+  expectImportError(document("", R"(, "poolDistributions": [{"getRatio": 1, "popularityWeights": [1]}])"),
+                    "test_config.poolDistributions[0].popularityWeights", "needs popularityBuckets");
+  // Our validation's findings about an entry's keys name the entry too.
+  expectImportError(
+      document("",
+               R"(, "poolDistributions": [{"getRatio": 1, "keySizeRange": [0, 24], "keySizeRangeProbability": [1]}])"),
+      "test_config.poolDistributions[0].keySizeRange", "0 is out of range [1B, 255B]");
   expectImportError(document("", R"(, "generator": "replay")"), "test_config.traceFileName", "needs traceFileName");
   expectImportError(document("", R"(, "generator": "piecewise-replay")"), "test_config.generator",
                     "tiercache-bench replay");
@@ -256,6 +273,17 @@ TEST(CachebenchTest, NvmCacheMapsOntoTheFlashStore) {
             std::string::npos)
       << warning;
   EXPECT_NE(warning.find("cache_config.navyEncryption (no encryption hook"), std::string::npos) << warning;
+  {
+    // The scratch files are every file the run leaves: removing them (as
+    // the CLI does at exit) leaves the directory empty (the write buffer
+    // once stayed behind, 16 MiB a run).
+    Cache cache(cb.cache);
+    ASSERT_TRUE(cache.set("k", std::string(1000, 'v')));
+  }
+  std::set<std::string> left;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) left.insert(e.path().string());
+  const std::vector<std::string> scratch = cb.scratchFiles();
+  EXPECT_EQ(left, std::set<std::string>(scratch.begin(), scratch.end()));
   fs::remove_all(dir);
 
   // Without a path, or with one that is a device or in no directory: /var/tmp, saying why.
@@ -269,6 +297,12 @@ TEST(CachebenchTest, NvmCacheMapsOntoTheFlashStore) {
   CachebenchConfig gone = importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/no/such/dir/f"])"));
   EXPECT_EQ(fs::path(gone.cache.flash.path).parent_path(), "/var/tmp");
   EXPECT_NE(ignoredKeysWarning(gone.ignored).find("the directory of /no/such/dir/f does not exist"), std::string::npos);
+  // A device that is not there (ssd_perf's /dev/md0) gets no file in /dev.
+  CachebenchConfig md =
+      importCachebench(document(R"(, "nvmCacheSizeMB": 64, "nvmCachePaths": ["/dev/tc-no-such-md"])"));
+  EXPECT_EQ(fs::path(md.cache.flash.path).parent_path(), "/var/tmp");
+  EXPECT_NE(ignoredKeysWarning(md.ignored).find("/dev/tc-no-such-md names a device that is not there"),
+            std::string::npos);
   // More than the disk holds: capped, and the warning says so.
   CachebenchConfig huge = importCachebench(document(R"(, "nvmCacheSizeMB": 4000000000)"));
   EXPECT_LT(huge.cache.flash.size, 4000000000ull << 20);
@@ -307,7 +341,8 @@ TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
   std::string keys = document();
   keys.replace(keys.find(R"("keySizeRange": [8, 24])"), 23, R"("keySizeRange": [0, 24])");
   expectImportError(keys, "test_config.keySizeRange", "0 is out of range [1B, 255B]");
-  expectImportError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range");
+  expectImportError(document(R"(, "allocFactor": 50)"), "cache_config.allocFactor", "out of range (1, 10]");
+  expectImportError(document(R"(, "allocFactor": 10.5)"), "cache_config.allocFactor", "out of range (1, 10]");
   std::string probs = document();
   probs.replace(probs.find(R"([0.25, 0.75])"), 12, R"([1])");
   expectImportError(probs, "test_config.valSizeRangeProbability",
@@ -315,6 +350,16 @@ TEST(CachebenchTest, BadValuesNameTheCachebenchKey) {
   EXPECT_EQ(cachebenchKeyFor("tiers[1].size"), "cache_config.memoryTiers");
   EXPECT_EQ(cachebenchKeyFor("workload.value_size"), "test_config.valSizeRange");
   EXPECT_EQ(cachebenchKeyFor("eviction.policy"), "eviction.policy");
+}
+
+// CacheLib bounds allocFactor only below (> 1); its navy configs ask for 10.
+TEST(CachebenchTest, AllocFactorUpTo10) {
+  std::string doc = document();
+  doc.replace(doc.find(R"("allocFactor": 1.5)"), 18, R"("allocFactor": 10)");
+  CachebenchConfig cb = importCachebench(doc);
+  EXPECT_DOUBLE_EQ(cb.cache.allocation.growth_factor, 10.0);
+  const std::vector<uint32_t> sizes = makeClassSizes(128, 65536, 10.0, {});
+  EXPECT_EQ(sizes, (std::vector<uint32_t>{128, 1280, 12800, 65536}));
 }
 
 TEST(CachebenchTest, ShippedExamplesImport) {
@@ -553,8 +598,9 @@ TEST(CachebenchPoolsTest, OperationsDefaultToPoolZeroAsInCachebench) {
   expectImportError(
       smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 0], "opPoolDistribution": [0, 1])"),
       "test_config.keyPoolDistribution", "gives pool 1 no keys");
-  expectImportError(smallConfig("", R"(, "poolDistributions": [{}, {}])"), "test_config.poolDistributions",
-                    "per-pool workload distributions");
+  expectImportError(smallConfig("", R"(, "poolDistributions": [{"getRatio": 1}, {"getRatio": 1}])"),
+                    "test_config.poolDistributions", "has 2 entries but keyPoolDistribution has 1");
+  expectImportError(smallConfig("", R"(, "poolDistributions": [{}])"), "test_config.poolDistributions[0]", "are all 0");
 }
 
 TEST(CachebenchSizesTest, ValueSizesFollowCachebenchsCountRule) {
@@ -989,6 +1035,149 @@ TEST(CachebenchWorkloadTest, UpdateRatioFindsWithoutFilling) {
   EXPECT_GT(r.ops.gets, r.ops.updates);
   // Only gets fill: lookaside sets are fewer than all misses.
   EXPECT_LT(r.ops.lookaside_sets, r.ops.gets - r.ops.get_hits);
+}
+
+// couldExistRatio: Cache::couldExist of the key; loneSetRatio: a set of a
+// fresh key. Both are weights among the ratios, counted in the report.
+TEST(CachebenchWorkloadTest, CouldExistAndLoneSetRatiosRun) {
+  CachebenchConfig cb = importCachebench(smallConfig("", R"(, "couldExistRatio": 0.5, "loneSetRatio": 0.5)"));
+  WorkloadConfig w = cb.workload;
+  EXPECT_NEAR(w.could_exist_ratio, 0.25, 1e-9);
+  EXPECT_NEAR(w.lone_set_ratio, 0.25, 1e-9);
+  EXPECT_NEAR(w.get_ratio, 0.35, 1e-9);
+  w.ops_per_thread = 8000;
+  w.progress_interval_ms = 0;
+  w.prepopulate = true;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u);
+  EXPECT_NEAR(double(r.ops.could_exists), 2000, 250);
+  EXPECT_NEAR(double(r.ops.lone_sets), 2000, 250);
+  // Every key was set first and the cache holds them all: couldExist says yes.
+  EXPECT_GT(r.ops.could_exist_true, r.ops.could_exists * 9 / 10);
+  EXPECT_GE(r.ops.sets, r.ops.lone_sets);
+  EXPECT_EQ(r.ops.ops(), 8000u);
+  // A lone set's key is fresh, 19 bytes, never a key of the key space.
+  std::string a, b;
+  KeySpace::loneSetKey(1, a);
+  KeySpace::loneSetKey((uint64_t(3) << 40) | 1, b);
+  EXPECT_EQ(a.size(), KeySpace::kLoneSetKeySize);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a[0], '(');
+  EXPECT_TRUE(cache.peek(a));  // the first lone set of thread 0 was stored
+  // The simulators skip couldExists and see lone sets as sets of new objects.
+  std::vector<SimRequest> sim = workloadRequests(w, 64);
+  uint64_t beyond = 0;
+  for (const SimRequest& q : sim) {
+    EXPECT_NE(q.op, RequestOp::kCouldExist);
+    if (q.key >= 2 * w.keys) ++beyond;
+  }
+  EXPECT_EQ(beyond, r.ops.lone_sets);
+
+  // A lone set takes the drawn key's TTL, as cachebench's request carries it.
+  CachebenchConfig ttl =
+      importCachebench(smallConfig("", R"(, "loneSetRatio": 1, "getRatio": 0, "setRatio": 0, "ttlSecsRange": [300],
+                         "ttlSecsRangeProbability": [1])"));
+  ttl.workload.ops_per_thread = 500;
+  ttl.workload.progress_interval_ms = 0;
+  Cache ttlCache(ttl.cache);
+  WorkloadResult t = runWorkload(ttlCache, ttl.workload);
+  EXPECT_EQ(t.ops.lone_sets, 500u);
+  EXPECT_EQ(t.ops.ttl_sets, 500u);
+}
+
+// poolDistributions: cachebench reads the distribution from its entries
+// only; one entry serves every pool, and test_config's own distribution
+// keys are named in the warning.
+TEST(CachebenchPoolsTest, OnePoolDistributionReplacesTestConfigs) {
+  TempDir dir("pooldist");
+  dir.file("pop.json", R"({"popularityBuckets": [1, 3], "popularityWeights": [9, 1]})");
+  std::string path = dir.file("cb.json", smallConfig("", R"(, "poolDistributions": [{"getRatio": 0.2,
+      "loneSetRatio": 0.6, "setRatio": 0.2, "keySizeRange": [20, 30], "keySizeRangeProbability": [1],
+      "popDistFile": "pop.json", "useLegacyKeyGen": true, "bogus": 1}])"));
+  CachebenchConfig cb = importCachebenchFile(path);
+  const WorkloadConfig& w = cb.workload;
+  EXPECT_NEAR(w.get_ratio, 0.2, 1e-9);
+  EXPECT_NEAR(w.lone_set_ratio, 0.6, 1e-9);
+  EXPECT_EQ(w.key_size.min, 20u);
+  EXPECT_EQ(w.popularity.kind, PopularityKind::kPiecewise);
+  EXPECT_EQ(w.popularity.bucket_weights, (std::vector<double>{9, 1}));
+  const std::string warning = ignoredKeysWarning(cb.ignored);
+  for (const char* k :
+       {"test_config.getRatio (not read: poolDistributions", "test_config.keySizeRange (not read",
+        "test_config.poolDistributions[0].useLegacyKeyGen", "test_config.poolDistributions[0].bogus (unknown key)"})
+    EXPECT_NE(warning.find(k), std::string::npos) << k << " in " << warning;
+  // test_config's valSizeRange is not read either (the entry has none).
+  EXPECT_EQ(w.value_size_buckets.size(), 0u);
+}
+
+// poolDistributions with one entry per pool: pool p's keys take entry p's
+// sizes, and an operation that picks pool p entry p's ratios and popularity.
+std::string twoPoolConfig(const std::string& second, const std::string& extra = "") {
+  return smallConfig(R"(, "numPools": 2)", R"(, "keyPoolDistribution": [1, 1], "opPoolDistribution": [1, 3],
+      "poolDistributions": [{"getRatio": 1, "keySizeRange": [10, 11], "keySizeRangeProbability": [1],
+      "valSizeRange": [100, 101], "valSizeRangeProbability": [1], "popularityBuckets": [1, 9],
+      "popularityWeights": [1, 0]}, )" + second +
+                                               "]" + extra);
+}
+const char kSecondPool[] = R"({"setRatio": 1, "keySizeRange": [20, 21], "keySizeRangeProbability": [1],
+      "valSizeRange": [1000, 1001], "valSizeRangeProbability": [1]})";
+
+TEST(CachebenchPoolsTest, PoolDistributionsGiveEachPoolItsOwn) {
+  CachebenchConfig cb = importCachebench(twoPoolConfig(kSecondPool));
+  WorkloadConfig w = cb.workload;
+  ASSERT_EQ(w.pool_distributions.size(), 2u);
+  EXPECT_NEAR(w.get_ratio, 0.25, 1e-9);  // the pools' ratios by operation weight (1 : 3)
+  EXPECT_NEAR(w.set_ratio, 0.75, 1e-9);
+  EXPECT_EQ(w.key_size.min, 10u);
+  EXPECT_EQ(w.value_size.max, 1000u);
+  KeySpace ks(w);
+  for (uint64_t i : {0ull, 700ull, 1499ull}) {
+    EXPECT_EQ(ks.keyLength(i), 10u) << i;
+    EXPECT_EQ(ks.valueSize(i), 100u) << i;
+  }
+  for (uint64_t i : {1500ull, 2999ull}) {
+    EXPECT_EQ(ks.keyLength(i), 20u) << i;
+    EXPECT_EQ(ks.valueSize(i), 1000u) << i;
+  }
+  std::unique_ptr<KeySampler> sampler = KeySampler::forWorkload(w);
+  RequestStream stream(w, *sampler, 0);
+  int pool0 = 0;
+  for (int i = 0; i < 4000; ++i) {
+    Request r = stream.next();
+    if (r.index < 1500) {
+      ++pool0;
+      ASSERT_EQ(r.op, RequestOp::kGet);
+      ASSERT_LT(r.index, 150u);  // pool 0's popularity: its first tenth only
+    } else {
+      ASSERT_EQ(r.op, RequestOp::kSet);
+    }
+  }
+  EXPECT_NEAR(pool0, 1000, 150);
+  w.ops_per_thread = 4000;
+  w.progress_interval_ms = 0;
+  w.lookaside = true;
+  Cache cache(cb.cache);
+  WorkloadResult r = runWorkload(cache, w);
+  EXPECT_EQ(r.ops.value_mismatches, 0u);
+  EXPECT_GT(r.ops.get_hits, 0u);
+}
+
+TEST(CachebenchPoolsTest, BadPoolDistributionsNameTheEntry) {
+  expectImportError(twoPoolConfig(std::string(kSecondPool) + R"(, {"getRatio": 1})"), "test_config.poolDistributions",
+                    "has 3 entries but keyPoolDistribution has 2");
+  expectImportError(twoPoolConfig(R"({"getRatio": 1, "valSizeRange": [1, 2], "valSizeRangeProbability": [1]})"),
+                    "test_config.poolDistributions[1].keySizeRange", "missing");
+  expectImportError(twoPoolConfig(R"({"getRatio": 1, "keySizeRange": [20, 21], "keySizeRangeProbability": [1]})"),
+                    "test_config.poolDistributions[1].valSizeRange", "missing");
+  expectImportError(twoPoolConfig(R"({"setRatio": 1, "keySizeRange": [2, 3], "keySizeRangeProbability": [1],
+      "valSizeRange": [10, 11], "valSizeRangeProbability": [1]})"),
+                    "test_config.poolDistributions", "may be shared between pools");
+  expectImportError(twoPoolConfig(R"({"setRatio": 1, "keySizeRange": [20, 21], "keySizeRangeProbability": [1],
+      "valSizeRange": [10, 11], "valSizeRangeProbability": [1], "ttlSecsRange": [5], "ttlSecsRangeProbability": [1]})"),
+                    "test_config.poolDistributions[1].ttlSecsRange", "differs from entry 0's");
+  expectImportError(twoPoolConfig(R"({"setRatio": -1})"), "test_config.poolDistributions[1].setRatio",
+                    "must not be negative");
 }
 
 // htBucketPower past what the cache can use is lowered, and said so.

@@ -14,6 +14,7 @@
 
 #include "allocator/cache.h"
 #include "bench/cli.h"
+#include "bench/key_space.h"
 #include "bench/runner.h"
 
 namespace tiercache::bench {
@@ -154,6 +155,30 @@ TEST_F(TraceRoundTripTest, RecordThenReplayGivesTheSameHitRatio) {
                      direct["hit_ratio_limits"]["optimal"].get<double>());
     EXPECT_DOUBLE_EQ(replay["hit_ratio_limits"]["lru"].get<double>(), direct["hit_ratio_limits"]["lru"].get<double>());
   }
+}
+
+// A cachebench config's couldExists are not written (they change nothing)
+// and its lone sets are sets of their fresh keys.
+TEST_F(TraceRoundTripTest, RecordLeavesCouldExistsOutAndWritesLoneSets) {
+  std::string config = (dir_ / "cb.json").string();
+  std::ofstream(config) << R"({"cache_config": {"cacheSizeMB": 16},
+    "test_config": {"numOps": 4000, "numThreads": 1, "numKeys": 1000, "keySizeRange": [8, 9],
+                    "keySizeRangeProbability": [1], "valSizeRange": [100, 101], "valSizeRangeProbability": [1],
+                    "getRatio": 0.5, "couldExistRatio": 0.25, "loneSetRatio": 0.25}})";
+  std::string trace = (dir_ / "t.csv").string();
+  ASSERT_EQ(run({"record", "--config", config, "-o", trace}), kExitOk) << err_.str();
+  const Trace t = Trace::read(trace);
+  size_t loneSets = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].key[0] != '(') continue;
+    ++loneSets;
+    EXPECT_EQ(t[i].op, RequestOp::kSet);
+    EXPECT_EQ(t[i].key.size(), KeySpace::kLoneSetKeySize);
+  }
+  EXPECT_NEAR(double(loneSets), 1000, 120);
+  EXPECT_NEAR(double(t.size()), 3000, 120);
+  EXPECT_NE(out_.str().find(" from 1 thread(s); "), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find(" couldExists left out) to "), std::string::npos) << out_.str();
 }
 
 TEST_F(TraceRoundTripTest, ReplayOnThreadsAndItsReport) {

@@ -146,6 +146,163 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"flush_all 0 noreply\r\nmn\r\n"), b"MN\r\n")
             self.assertEqual(request(s, b"get fa\r\n", b"END\r\n"), b"VALUE fa 0 2\r\nhi\r\nEND\r\n")
 
+    def test_gat_with_a_past_exptime_returns_the_value_once(self):
+        # memcached answers with the value, which is expired from then on (its t/expirations.t).
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"set gatpast 0 0 2\r\nhi\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"gat -1 gatpast\r\n", b"END\r\n"), b"VALUE gatpast 0 2\r\nhi\r\nEND\r\n")
+            self.assertEqual(request(s, b"get gatpast\r\n", b"END\r\n"), b"END\r\n")
+
+    def test_debugtime_only_with_debug_commands(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"debugtime 10\r\n"), b"ERROR\r\n")
+        # memcached-debug's clock shift: moving by the TTL expires the item, as there.
+        with Server(threads=1, debug_commands=True) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set dt 0 3 2\r\nhi\r\nset dt2 0 0 2\r\nho\r\n", b"STORED\r\nSTORED\r\n"),
+                             b"STORED\r\nSTORED\r\n")
+            self.assertEqual(request(s, b"debugtime 2\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"get dt\r\n", b"END\r\n"), b"VALUE dt 0 2\r\nhi\r\nEND\r\n")
+            self.assertEqual(request(s, b"debugtime 1\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"get dt\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"get dt2\r\n", b"END\r\n"), b"VALUE dt2 0 2\r\nho\r\nEND\r\n")
+            # An absolute exptime is read on the moved clock too.
+            at = int(time.time()) + 2
+            self.assertEqual(request(s, b"set dt3 0 %d 2\r\nhi\r\n" % at), b"STORED\r\n")
+            self.assertEqual(request(s, b"get dt3\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"debugtime x\r\n"), b"ERROR\r\n")
+
+    def test_reclaimed_counts_dead_items_taken_back(self):
+        # memcached's t/issue_183.t: a set over a flushed item reclaims it.
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
+            self.assertEqual(stat(server, "reclaimed"), 0)
+            self.assertEqual(request(s, b"flush_all\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
+            self.assertEqual(stat(server, "reclaimed"), 1)
+
+    def test_stats_reset_zeroes_counters_not_gauges(self):
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
+                             b"STORED\r\nVALUE sr 0 1\r\n1\r\nEND\r\n")
+            self.assertEqual(stat(server, "get_hits"), 1)
+            self.assertEqual(request(s, b"stats reset\r\n"), b"RESET\r\n")
+            self.assertEqual(stat(server, "get_hits"), 0)
+            self.assertEqual(stat(server, "total_items"), 0)
+            self.assertEqual(stat(server, "curr_items"), 1)
+            request(s, b"get sr\r\n", b"END\r\n")
+            self.assertEqual(stat(server, "get_hits"), 1)
+
+    def test_slab_class_ids_follow_the_ladder(self):
+        # memcached's classes (96, 120, ... bytes, growth 1.25): a 10-byte value is in
+        # class 1, a 66560-byte one in class 31, whichever classes hold items (its
+        # t/issue_22.t and t/issue_163.t name them); ids used to count the non-empty classes.
+        cfg = base_config(threads=1)
+        cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
+        with Server(config=cfg) as server, server.connect() as s:
+            value = b"B" * 66560
+            self.assertEqual(request(s, b"set big 0 0 66560\r\n" + value + b"\r\nset small 0 0 10\r\n0123456789\r\n",
+                                     b"STORED\r\nSTORED\r\n"), b"STORED\r\nSTORED\r\n")
+            items = request(s, b"stats items\r\n", b"END\r\n").decode()
+            self.assertIn("STAT items:1:number 1\r\n", items)
+            self.assertIn("STAT items:31:number 1\r\n", items)
+            slabs = request(s, b"stats slabs\r\n", b"END\r\n").decode()
+            self.assertIn("STAT 1:chunk_size 96\r\n", slabs)
+            self.assertIn("STAT 31:chunk_size 82792\r\n", slabs)
+            self.assertIn(b"ITEM big [66560 b;", request(s, b"stats cachedump 31 0\r\n", b"END\r\n"))
+
+    def test_reqs_per_event_gives_way_and_keeps_order(self):
+        # memcached -R (its t/issue_61.t): a pipeline past the limit is carried out over
+        # several turns of the worker's loop, counted in conn_yields, replies in order.
+        with Server(threads=1, reqs_per_event=1) as server:
+            with server.connect() as s:
+                batch = b"".join(b"set y%d 0 0 1\r\n%d\r\n" % (i, i % 10) for i in range(6))
+                self.assertEqual(request(s, batch + b"get y5\r\n", b"END\r\n"),
+                                 b"STORED\r\n" * 6 + b"VALUE y5 0 1\r\n5\r\nEND\r\n")
+            self.assertGreaterEqual(stat(server, "conn_yields"), 5)
+            with server.connect() as s:
+                # A client that shuts down its side right after a pipeline is still owed every reply.
+                s.sendall(b"".join(b"get y%d\r\n" % i for i in range(6)))
+                s.shutdown(socket.SHUT_WR)
+                reply = recv_until(s, b"VALUE y5 0 1\r\n5\r\nEND\r\n")
+                self.assertEqual(reply.count(b"END\r\n"), 6)
+
+    def test_meta_base64_keys(self):
+        # The b flag (memcached's t/metaget.t): the token is the base64 form of the key;
+        # k echoes the token; a classic get of the token misses.
+        tesuto = b"44OG44K544OI"
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"ms " + tesuto + b" 2 b\r\npo\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg " + tesuto + b" v\r\n"), b"EN\r\n")
+            self.assertEqual(request(s, b"mg " + tesuto + b" b v k\r\n", b"po\r\n"),
+                             b"VA 2 k" + tesuto + b"\r\npo\r\n")
+            self.assertEqual(request(s, b"ma YmluY250 b N0 J5 v\r\n", b"5\r\n"), b"VA 1\r\n5\r\n")
+            self.assertEqual(request(s, b"get bincnt\r\n", b"END\r\n"), b"VALUE bincnt 0 1\r\n5\r\nEND\r\n")
+            self.assertEqual(request(s, b"md YmluY250 b q\r\nmn\r\n", b"MN\r\n"), b"MN\r\n")
+            self.assertEqual(request(s, b"get bincnt\r\n", b"END\r\n"), b"END\r\n")
+            self.assertEqual(request(s, b"mg a2V5= b v\r\n"), b"CLIENT_ERROR error decoding key\r\n")
+            self.assertEqual(request(s, b"ms a2V5= 2 b\r\nxx\r\nmn\r\n", b"MN\r\n"),
+                             b"CLIENT_ERROR error decoding key\r\nMN\r\n")
+
+    def test_meta_leases(self):
+        # memcached's recache leases (its t/metaget.t): W = this client won the
+        # token, Z = the win was handed out already, X = the item is stale.
+        def flags(reply):
+            return reply.split(b"\r\n")[0].split(b" ")
+        with self.server.connect() as s:
+            first = flags(request(s, b"mg lease s c v N30 t\r\n", b"\r\n\r\n"))
+            self.assertEqual(first[:3], [b"VA", b"0", b"s0"])
+            self.assertIn(b"W", first)
+            self.assertNotIn(b"Z", first)
+            again = flags(request(s, b"mg lease s c v N30\r\n", b"\r\n\r\n"))
+            self.assertIn(b"Z", again)
+            self.assertNotIn(b"W", again)
+            cas = [f for f in first if f.startswith(b"c")][0][1:]
+            self.assertEqual(request(s, b"ms lease 2 C5000 T120\r\nnu\r\n"), b"EX\r\n")
+            self.assertEqual(request(s, b"ms lease 2 C" + cas + b" T120\r\nmu\r\n"), b"HD\r\n")
+            plain = flags(request(s, b"mg lease s v N30\r\n", b"mu\r\n"))
+            self.assertEqual(plain, [b"VA", b"2", b"s2"])
+            # R: less TTL left than the token asks wins once.
+            self.assertIn(b"W", flags(request(s, b"mg lease v R130\r\n", b"mu\r\n")))
+            later = flags(request(s, b"mg lease v R130\r\n", b"mu\r\n"))
+            self.assertIn(b"Z", later)
+            self.assertNotIn(b"W", later)
+            # md I: stale, a new token, the next reader wins; ms I with an older token
+            # stores the value still stale, keeping the TTL and the token sent.
+            self.assertEqual(request(s, b"set inv 0 0 3\r\nmoo\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"md inv I T30\r\n"), b"HD\r\n")
+            got = flags(request(s, b"mg inv t c v\r\n", b"moo\r\n"))
+            self.assertIn(b"X", got)
+            self.assertIn(b"W", got)
+            self.assertEqual(request(s, b"ms inv 1 T90 C0\r\nf\r\n"), b"EX\r\n")
+            self.assertEqual(request(s, b"ms inv 1 I T90 C1\r\nf\r\n"), b"HD\r\n")
+            got = flags(request(s, b"mg inv t c v\r\n", b"f\r\n"))
+            self.assertIn(b"X", got)
+            self.assertIn(b"Z", got)
+            self.assertNotIn(b"W", got)
+            self.assertLessEqual(int([f for f in got if f.startswith(b"t")][0][1:]), 30)
+            cas = [f for f in got if f.startswith(b"c")][0][1:]
+            self.assertEqual(request(s, b"ms inv 1 T90 C" + cas + b"\r\ng\r\n"), b"HD\r\n")
+            self.assertEqual(flags(request(s, b"mg inv v\r\n", b"g\r\n")), [b"VA", b"1"])
+            self.assertEqual(request(s, b"md nosuch I\r\n"), b"NF\r\n")
+
+    def test_meta_debug(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"set medbg 5 0 2\r\nhi\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"me nosuchkey\r\n"), b"EN\r\n")
+            cas = int(request(s, b"mg medbg c\r\n").split(b" c")[1])
+            self.assertEqual(request(s, b"me medbg\r\n"),
+                             b"ME medbg exp=-1 cas=%d flags=5 value=2 tier=0\r\n" % cas)
+            self.assertEqual(request(s, b"me bWVkYmc= b\r\n"),
+                             b"ME bWVkYmc= exp=-1 cas=%d flags=5 value=2 tier=0\r\n" % cas)
+
+    def test_ms_failure_returns_a_zero_cas(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"ms mscas 2\r\nbo\r\n"), b"HD\r\n")
+            cas = int(request(s, b"mg mscas c\r\n").split(b" c")[1])
+            self.assertEqual(request(s, b"ms mscas 2 c C%d\r\nio\r\n" % (cas + 10)), b"EX c0\r\n")
+            self.assertRegex(request(s, b"ms mscas 2 c C%d\r\nio\r\n" % cas), rb"^HD c\d+\r\n$")
+            self.assertEqual(request(s, b"ms mscas 2 c ME\r\nio\r\n"), b"NS c0\r\n")
+
     def test_failed_set_removes_the_old_value(self):
         with self.server.connect() as s:
             self.assertEqual(request(s, b"set stale 0 0 3\r\nold\r\n"), b"STORED\r\n")
