@@ -558,8 +558,10 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     c.add(c.cmd_get);
     if (m.has('T')) {
       auto ttl = ttlFromExptime(m.ttl, nowUnix());
-      if (ttl) touchKey(cache_, key, *ttl);
-      else cache_.remove(key);
+      if (ttl)
+        touchKey(cache_, key, *ttl);
+      else
+        cache_.remove(key);
       c.add(c.cmd_touch);
     }
     if (flash) {

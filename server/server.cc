@@ -357,8 +357,7 @@ void Worker::onWritable(int, short what, void* arg) {
 }
 
 void Worker::readAndProcess(Connection* c) {
-  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->yielded && !c->waiting;
-       ++round) {
+  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->yielded && !c->waiting; ++round) {
     char* to;
     size_t room;
     const uint64_t valueLeft =
