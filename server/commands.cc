@@ -88,7 +88,7 @@ std::optional<seconds> ttlFromExptime(int64_t exptime, int64_t now) {
 CommandHandler::CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state)
     : cache_(cache), config_(config), state_(state) {}
 
-Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c) {
+Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash) {
   switch (r.command) {
     case Command::kGet:
     case Command::kGets:
@@ -158,8 +158,8 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       reply(out, r, "OK");
       return Next::kContinue;
     case Command::kMetaGet:
-      c.add(c.cmd_meta);
-      metaGet(r, out, c);
+      if (!(flash && flash->ready(0))) c.add(c.cmd_meta);  // counted once, not again on resuming
+      metaGet(r, out, c, flash);
       return Next::kContinue;
     case Command::kMetaDelete:
       c.add(c.cmd_meta);
@@ -183,7 +183,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
   return Next::kContinue;
 }
 
-size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c) {
+size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c, FlashRead* flash) {
   const bool withCas = r.command == Command::kGets || r.command == Command::kGats;
   const bool touch = r.command == Command::kGat || r.command == Command::kGats;
   std::optional<seconds> ttl;
@@ -217,6 +217,13 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
         many.push_back(ok ? cache_.find(k) : ReadHandle());
       }
       found = many;
+    } else if (flash) {
+      // Never waits for flash: a batch with keys on flash parks the request.
+      if (!flash->ready(next) && !flash->start(cache_, batch, next)) {
+        c.add(c.flash_async_reads);
+        return next;
+      }
+      found = flash->results();
     } else if (n == 1) {
       one = cache_.find(batch[0]);  // a single get needs no batch vector
       found = std::span<ReadHandle>(&one, 1);
@@ -247,6 +254,7 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
       out.addValue(std::move(h));
       out.add("\r\n");
     }
+    if (flash) flash->done();
     next += n;
   }
   out.add("END\r\n");
@@ -537,19 +545,37 @@ void CommandHandler::arithmetic(const Request& r, ReplySink& out, WorkerCounters
   }
 }
 
-void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c) {
+void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash) {
   const MetaFlags& m = r.meta;
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
-  c.add(c.cmd_get);
-  if (m.has('T')) {
-    auto ttl = ttlFromExptime(m.ttl, nowUnix());
-    if (ttl) touchKey(cache_, key, *ttl);
-    else cache_.remove(key);
-    c.add(c.cmd_touch);
+  ReadHandle h;
+  if (flash && flash->ready(0)) {
+    h = std::move(flash->results()[0]);  // resumed: the touch and counts were done
+    flash->done();
+  } else {
+    c.add(c.cmd_get);
+    if (m.has('T')) {
+      auto ttl = ttlFromExptime(m.ttl, nowUnix());
+      if (ttl)
+        touchKey(cache_, key, *ttl);
+      else
+        cache_.remove(key);
+      c.add(c.cmd_touch);
+    }
+    if (flash) {
+      // Never waits for flash: a key that may be there parks the request.
+      if (!flash->start(cache_, std::span<const std::string_view>(&key, 1), 0)) {
+        c.add(c.flash_async_reads);
+        return;  // executed again once the read is in
+      }
+      h = std::move(flash->results()[0]);
+      flash->done();
+    } else {
+      h = cache_.find(key);
+    }
   }
-  ReadHandle h = cache_.find(key);
   bool created = false;
   if (!h && m.has('N')) {
     // Vivify on miss: an empty item with the N TTL, and this client wins

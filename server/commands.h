@@ -22,6 +22,7 @@
 
 #include "../allocator/cache.h"
 #include "meta_leases.h"
+#include "pending_reads.h"
 #include "protocol.h"
 #include "server_config.h"
 
@@ -41,30 +42,31 @@ class ReplySink {
 // One worker's counters: written by that worker only (relaxed), read by any
 // thread answering `stats`.
 struct WorkerCounters {
-#define TIERCACHE_SERVER_COUNTERS(X)                                                    \
-  X(cmd_get, "get/gets/gat/gats keys looked up and mg requests")                        \
+#define TIERCACHE_SERVER_COUNTERS(X)                                                          \
+  X(cmd_get, "get/gets/gat/gats keys looked up and mg requests")                              \
   X(cmd_set, "storage commands whose value was read (set/add/replace/append/prepend/cas/ms)") \
-  X(cmd_flush, "flush_all requests")                                                    \
-  X(cmd_touch, "touch, gat and gats keys")                                              \
-  X(cmd_meta, "meta commands")                                                          \
-  X(get_hits, "keys found by get-like commands")                                        \
-  X(get_misses, "keys not found by get-like commands")                                  \
-  X(delete_hits, "deletes that removed a key")                                          \
-  X(delete_misses, "deletes of an absent key")                                          \
-  X(incr_hits, "incr/ma increments of a present key")                                   \
-  X(incr_misses, "incr/ma increments of an absent key")                                 \
-  X(decr_hits, "decr/ma decrements of a present key")                                   \
-  X(decr_misses, "decr/ma decrements of an absent key")                                 \
-  X(cas_hits, "cas that stored")                                                        \
-  X(cas_misses, "cas of an absent key")                                                 \
-  X(cas_badval, "cas whose token no longer matched")                                    \
-  X(touch_hits, "touch/gat of a present key")                                           \
-  X(touch_misses, "touch/gat of an absent key")                                         \
-  X(store_too_large, "values refused as larger than max_item_size")                     \
-  X(store_no_memory, "values the cache could not allocate")                             \
-  X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                         \
-  X(bytes_read, "bytes read from clients")                                              \
-  X(bytes_written, "bytes queued to clients")
+  X(cmd_flush, "flush_all requests")                                                          \
+  X(cmd_touch, "touch, gat and gats keys")                                                    \
+  X(cmd_meta, "meta commands")                                                                \
+  X(get_hits, "keys found by get-like commands")                                              \
+  X(get_misses, "keys not found by get-like commands")                                        \
+  X(delete_hits, "deletes that removed a key")                                                \
+  X(delete_misses, "deletes of an absent key")                                                \
+  X(incr_hits, "incr/ma increments of a present key")                                         \
+  X(incr_misses, "incr/ma increments of an absent key")                                       \
+  X(decr_hits, "decr/ma decrements of a present key")                                         \
+  X(decr_misses, "decr/ma decrements of an absent key")                                       \
+  X(cas_hits, "cas that stored")                                                              \
+  X(cas_misses, "cas of an absent key")                                                       \
+  X(cas_badval, "cas whose token no longer matched")                                          \
+  X(touch_hits, "touch/gat of a present key")                                                 \
+  X(touch_misses, "touch/gat of an absent key")                                               \
+  X(store_too_large, "values refused as larger than max_item_size")                           \
+  X(store_no_memory, "values the cache could not allocate")                                   \
+  X(protocol_errors, "requests answered ERROR or CLIENT_ERROR")                               \
+  X(bytes_read, "bytes read from clients")                                                    \
+  X(bytes_written, "bytes queued to clients")                                                 \
+  X(flash_async_reads, "get batches and mg requests that waited for flash off the worker")
 #define TIERCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
   TIERCACHE_SERVER_COUNTERS(TIERCACHE_DECLARE_COUNTER)
 #undef TIERCACHE_DECLARE_COUNTER
@@ -109,8 +111,11 @@ class CommandHandler {
  public:
   CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state);
 
-  // Any request that carries no value.
-  Next execute(const Request& r, ReplySink& out, WorkerCounters& c);
+  // Any request that carries no value. With `flash` (configs with a flash
+  // store), an mg whose key may be on flash does not wait for it: it returns
+  // with flash->inFlight(), and is executed again with the same request
+  // once the read is in (it then only writes the reply).
+  Next execute(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash = nullptr);
 
   // Storage requests, in two steps around reading the value. beginStore
   // prepares where the value is to be read (value.data(), valueBytes long);
@@ -122,9 +127,12 @@ class CommandHandler {
   // get/gets/gat/gats from key `first` on, in batches of kGetBatch keys (so
   // a multiget pins at most a batch at once); stops after a batch when
   // out.full(). Returns the next key to answer, or r.keys.size() once the
-  // closing END is written.
+  // closing END is written. With `flash`, get/gets look a batch up with
+  // findManyAsync: when some of its keys are being read from flash, it
+  // returns that batch's first key with flash->inFlight(); called again
+  // from there once the read is in, it answers the batch and goes on.
   static constexpr size_t kGetBatch = 16;
-  size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c);
+  size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c, FlashRead* flash = nullptr);
 
   static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
 
@@ -138,7 +146,7 @@ class CommandHandler {
   // stay put as classes fill and tier 0's are memcached's slab class ids
   // when the ladder is memcached's (allocation min_size 96, growth 1.25).
   uint64_t classNumber(const ClassStats& k) const;
-  void metaGet(const Request& r, ReplySink& out, WorkerCounters& c);
+  void metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDebug(const Request& r, ReplySink& out);
   void metaArithmetic(const Request& r, ReplySink& out, WorkerCounters& c);

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "output_queue.h"
+#include "pending_reads.h"
 
 namespace tiercache::server {
 
@@ -61,7 +62,10 @@ struct Connection;
 
 class Worker {
  public:
-  Worker(Server& server, CommandHandler& handler, const ServerConfig& config, ServerState& state, bool verbose)
+  // flash: the cache has a flash store, so gets that miss memory read it
+  // without blocking this worker (pending_reads.h).
+  Worker(Server& server, CommandHandler& handler, const ServerConfig& config, ServerState& state, bool verbose,
+         bool flash)
       : server_(server),
         handler_(handler),
         config_(config),
@@ -71,6 +75,7 @@ class Worker {
     base_ = event_base_new();
     if (base_ == nullptr) throw std::runtime_error("event_base_new failed");
     notify_ = event_new(base_, -1, 0, &Worker::onNotify, this);
+    if (flash) flashReads_ = std::make_unique<FlashReads>(base_, &Worker::onFlashRead, this);
   }
   ~Worker();
 
@@ -107,6 +112,7 @@ class Worker {
   static void onDrainDeadline(int, short, void* self);
   static void onReadable(int fd, short what, void* arg);
   static void onWritable(int fd, short what, void* arg);
+  static void onFlashRead(void* self, void* conn);
   void open(int fd, std::string peer);
   void close(Connection* c, const char* why);
   void closeAfterWrite(Connection* c);
@@ -138,10 +144,12 @@ class Worker {
   bool draining_ = false;
   size_t pinsHeld_ = 0;  // values queued by reference on this worker's connections
   const size_t pinBudget_;
+  std::unique_ptr<FlashReads> flashReads_;  // with a flash store only
 };
 
 struct Connection final : ReplySink {
-  enum class State : uint8_t { kLine, kValue, kSwallow, kGet };
+  // kGet: a get/gets/gat/gats goes on from getNext; kMetaGet: an mg waits for flash.
+  enum class State : uint8_t { kLine, kValue, kSwallow, kGet, kMetaGet };
   Worker* worker = nullptr;
   int fd = -1;
   event* readEvent = nullptr;
@@ -165,12 +173,14 @@ struct Connection final : ReplySink {
   bool reading = false;  // readEvent added
   bool writing = false;  // writeEvent added
   bool paused = false;   // output above kOutputHigh: requests wait
+  bool waiting = false;  // a get is reading flash: requests (and the socket) wait
   bool eof = false;      // the client shut down its sending side
   bool closing = false;  // write what is owed, then close
   bool failed = false;   // socket error: close now
   bool yielded = false;  // stopped at server.reqs_per_event with requests left in `in`
   uint32_t served = 0;   // requests begun in this wake-up
   const char* why = "done";
+  FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
 
   size_t available() const { return inEnd - inStart; }
 
@@ -188,6 +198,7 @@ struct Connection final : ReplySink {
 Worker::~Worker() {
   // Connections left (the loop was never run) are freed here, before the cache goes.
   finish();
+  flashReads_.reset();  // its event is on base_
   if (deadline_) event_free(deadline_);
   if (notify_) event_free(notify_);
   if (base_) event_base_free(base_);
@@ -195,6 +206,9 @@ Worker::~Worker() {
 
 void Worker::finish() {
   for (Connection* c : std::vector<Connection*>(conns_.begin(), conns_.end())) close(c, "server stopping");
+  // Reads still in flight belong to closed connections; their completions
+  // must be in before the cache (or this loop's base) can go.
+  if (flashReads_) flashReads_->drain();
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [fd, peer] : incoming_) {
     ::close(fd);
@@ -249,6 +263,7 @@ void Worker::open(int fd, std::string peer) {
   c->peer = std::move(peer);
   c->readEvent = event_new(base_, fd, EV_READ | EV_PERSIST, &Worker::onReadable, c);
   c->writeEvent = event_new(base_, fd, EV_WRITE | EV_PERSIST, &Worker::onWritable, c);
+  if (flashReads_) c->flash = flashReads_->make(c);
   conns_.insert(c);
   if (verbose_) logLine("connection from " + c->peer);
   settle(c);
@@ -257,6 +272,7 @@ void Worker::open(int fd, std::string peer) {
 void Worker::close(Connection* c, const char* why) {
   if (verbose_) logLine("closing " + c->peer + ": " + why);
   conns_.erase(c);
+  if (c->flash) flashReads_->release(c->flash);  // a read in flight finds it orphaned
   c->value = PendingValue();
   pinsHeld_ -= c->out.pins();
   c->out.clear();  // releases pinned values
@@ -274,8 +290,9 @@ void Worker::closeAfterWrite(Connection* c) { c->closing = true; }
 void Worker::settle(Connection* c) {
   if (!c->failed && !c->out.empty() && !flush(c)) c->failed = true, c->why = "socket error";
   // A client that shut down its side is owed the replies to what it sent.
-  if (c->eof && !c->paused && !c->yielded && c->state != Connection::State::kGet) c->closing = true;
-  if (c->failed || (c->closing && c->out.empty())) {
+  if (c->eof && !c->paused && !c->yielded && !c->waiting && c->state != Connection::State::kGet) c->closing = true;
+  // A request waiting for flash is answered before a closing connection goes.
+  if (c->failed || (c->closing && c->out.empty() && !c->waiting)) {
     close(c, c->why);
     return;
   }
@@ -286,7 +303,7 @@ void Worker::settle(Connection* c) {
     wantWrite ? event_add(c->writeEvent, tv) : event_del(c->writeEvent);
     c->writing = wantWrite;
   }
-  const bool wantRead = !c->closing && !c->paused && !c->eof;
+  const bool wantRead = !c->closing && !c->paused && !c->eof && !c->waiting;
   if (wantRead != c->reading) {
     wantRead ? event_add(c->readEvent, tv) : event_del(c->readEvent);
     c->reading = wantRead;
@@ -340,7 +357,7 @@ void Worker::onWritable(int, short what, void* arg) {
 }
 
 void Worker::readAndProcess(Connection* c) {
-  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->yielded; ++round) {
+  for (int round = 0; round < 4 && !c->closing && !c->paused && !c->failed && !c->yielded && !c->waiting; ++round) {
     char* to;
     size_t room;
     const uint64_t valueLeft =
@@ -394,7 +411,7 @@ void Worker::readAndProcess(Connection* c) {
 }
 
 void Worker::process(Connection* c) {
-  while (!c->closing && !c->failed) {
+  while (!c->closing && !c->failed && !c->waiting) {
     // Only between requests (kLine) or a multiget's batches (kGet): a value
     // in flight is always finished from the bytes already read.
     const bool boundary = c->state == Connection::State::kLine || c->state == Connection::State::kGet;
@@ -468,8 +485,20 @@ bool Worker::processOne(Connection* c) {
       return true;
     }
     case Connection::State::kGet:
-      c->getNext = handler_.getFrom(c->req, c->getNext, *c, counters);
+      c->getNext = handler_.getFrom(c->req, c->getNext, *c, counters, c->flash);
+      if (c->flash && c->flash->inFlight()) {
+        c->waiting = true;
+        return false;
+      }
       if (c->getNext == c->req.keys.size()) c->state = Connection::State::kLine;
+      return true;
+    case Connection::State::kMetaGet:
+      handler_.execute(c->req, *c, counters, c->flash);
+      if (c->flash && c->flash->inFlight()) {
+        c->waiting = true;
+        return false;
+      }
+      c->state = Connection::State::kLine;
       return true;
     case Connection::State::kLine:
       break;
@@ -529,20 +558,51 @@ bool Worker::lineRequest(Connection* c, std::string_view line) {
     return true;
   }
   if (cmd == Command::kGet || cmd == Command::kGets || cmd == Command::kGat || cmd == Command::kGats) {
-    c->getNext = handler_.getFrom(c->req, 0, *c, counters);
+    c->getNext = handler_.getFrom(c->req, 0, *c, counters, c->flash);
     if (c->getNext < c->req.keys.size()) {
-      // The output filled up mid-multiget: the rest waits for the client to read.
+      // The output filled up mid-multiget, or a batch is reading flash: the
+      // rest waits for the client to read, or for the read.
       c->line.assign(line);
       parseLine(c->line, c->req);
       c->state = Connection::State::kGet;
+      if (c->flash && c->flash->inFlight()) {
+        c->waiting = true;
+        return false;
+      }
     }
     return true;
   }
-  if (handler_.execute(c->req, *c, counters) == Next::kClose) {
+  if (handler_.execute(c->req, *c, counters, c->flash) == Next::kClose) {
     closeAfterWrite(c);
     return false;
   }
+  if (c->flash && c->flash->inFlight()) {
+    // An mg reading flash: carried out again (its reply only) once the read is in.
+    c->line.assign(line);
+    parseLine(c->line, c->req);
+    c->state = Connection::State::kMetaGet;
+    c->waiting = true;
+    return false;
+  }
   return true;
+}
+
+// A connection's flash read is in: the request that waited for it is
+// carried out (even on a connection draining to close), then the requests
+// queued behind it.
+void Worker::onFlashRead(void* self, void* conn) {
+  auto* w = static_cast<Worker*>(self);
+  auto* c = static_cast<Connection*>(conn);
+  c->waiting = false;
+  c->served = 0;  // a new wake-up for server.reqs_per_event
+  if (!c->failed) {
+    if (c->closing) {
+      w->processOne(c);
+    } else {
+      w->process(c);
+    }
+  }
+  w->settle(c);
 }
 
 // ---------------------------------------------------------------------------
@@ -558,8 +618,9 @@ Server::Server(Cache& cache, const ServerConfig& config, bool verbose)
   if (base_ == nullptr) throw std::runtime_error("event_base_new failed");
   stopEvent_ = event_new(base_, -1, 0, &Server::onStop, this);
   acceptResume_ = evtimer_new(base_, &Server::onAcceptResume, this);
+  const bool flash = cache_.config().flash.enabled();
   for (uint32_t i = 0; i < config_.threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(*this, *handler_, config_, state_, verbose_));
+    workers_.push_back(std::make_unique<Worker>(*this, *handler_, config_, state_, verbose_, flash));
     state_.workers.push_back(&workers_.back()->counters);
   }
 }
