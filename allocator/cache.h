@@ -163,6 +163,10 @@ class Cache final : private ItemFate {
   // Like find, but records no access: no policy update, no promotion, no
   // get/hit counted.
   ReadHandle peek(std::string_view key);
+  // Like peek, but a key that lives only on flash is brought up into memory
+  // first (a read of flash; no get or hit counted): what a read-modify-write
+  // (replace, append, incr, cas) must see. peek itself never reads flash.
+  ReadHandle peekOrLoad(std::string_view key);
   // Whether key may be cached, answered without reading flash: true for a
   // live item in memory (looked at as peek does, recording nothing), else
   // whether the flash store's index has an entry for the key's tag (which
@@ -325,6 +329,9 @@ class Cache final : private ItemFate {
   // A miss in memory: the key's flash copy, if any, is read, verified and
   // published in tier 0 (cache_flash.cc); empty when absent or lost.
   ReadHandle promoteFromFlash(std::string_view key, uint64_t hash);
+  // Before a conditional publish or a rewrite (add, CAS, touch, ...): a key
+  // absent from memory but on flash moves up first, so the condition sees it.
+  void loadFromFlashIfAbsent(std::string_view key, uint64_t hash);
   // The same for many keys, their device reads in one batch
   // (FlashStore::lookupMany); out[i] gets key i's handle.
   void promoteManyFromFlash(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,

@@ -19,6 +19,17 @@ ReadHandle Cache::promoteFromFlash(std::string_view key, uint64_t hash) {
   return promoteFound(key, hash, *found, at);
 }
 
+void Cache::loadFromFlashIfAbsent(std::string_view key, uint64_t hash) {
+  if (!flash_ || !flash_->store().mayContain(key)) return;
+  Item* item = nullptr;
+  const CompressedRef ref = index_->acquire(key, hash, item, nullptr);
+  if (ref) {
+    release(item, ref);
+    return;
+  }
+  promoteFromFlash(key, hash);
+}
+
 void Cache::promoteManyFromFlash(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                                  std::span<ReadHandle> out) {
   std::vector<std::optional<FlashItem>> found(keys.size());

@@ -163,6 +163,7 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
 }
 
 bool Cache::insert(WriteHandle&& handle) {
+  loadFromFlashIfAbsent(handle.key(), hashKey(handle.key()));
   InsertCondition c;
   c.kind = InsertCondition::Kind::kIfAbsent;
   return publish(std::move(handle), c, true).stored;
@@ -175,12 +176,14 @@ bool Cache::add(std::string_view key, std::string_view value, Ttl ttl, uint32_t 
   index_->prefetchBucket(hash);
   WriteHandle h = filledForSet(key, value, ttl, flags, hash);
   if (!h) return false;
+  loadFromFlashIfAbsent(key, hash);  // a key on flash is present: add fails
   InsertCondition c;
   c.kind = InsertCondition::Kind::kIfAbsent;
   return publishHashed(std::move(h), c, true, hash).stored;
 }
 
 CasResult Cache::compareAndSwap(WriteHandle&& handle, uint64_t casToken) {
+  loadFromFlashIfAbsent(handle.key(), hashKey(handle.key()));
   InsertCondition c;
   c.kind = InsertCondition::Kind::kIfToken;
   c.token = casToken;
@@ -194,7 +197,7 @@ CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::st
   WriteHandle h = allocateForSet(key, value.size(), ttl, flags, hashKey(key));
   if (!h) {
     // Tell "absent" from "no room", as a server must.
-    ReadHandle cur = peek(key);
+    ReadHandle cur = peekOrLoad(key);
     if (!cur) return CasResult::kNotFound;
     return cur.casToken() == casToken ? CasResult::kNotStored : CasResult::kExists;
   }
@@ -216,7 +219,7 @@ CasResult Cache::rewriteLive(std::string_view key, uint64_t token, const std::st
   // the deadline), so a new copy is published only over the very item that
   // was read. Without a token a racing writer wins and the loop reads again.
   for (int attempt = 0; attempt < 8; ++attempt) {
-    ReadHandle cur = peek(key);
+    ReadHandle cur = peekOrLoad(key);
     if (!cur) return CasResult::kNotFound;
     if (token != 0 && cur.casToken() != token) return CasResult::kExists;
     const std::string_view v = value ? *value : cur.value();
@@ -279,6 +282,13 @@ ReadHandle Cache::peek(std::string_view key) {
   ReadHandle h(this, item, ref);
   if (isExpired(*item)) return {};  // left for a find or the reaper: peek changes nothing
   return h;
+}
+
+ReadHandle Cache::peekOrLoad(std::string_view key) {
+  ReadHandle h = peek(key);
+  if (h || !flash_) return h;
+  loadFromFlashIfAbsent(key, hashKey(key));
+  return peek(key);
 }
 
 bool Cache::couldExist(std::string_view key) {

@@ -39,7 +39,8 @@ Stored compareAndSwap(Cache& c, std::string_view key, uint64_t token, std::strin
   return fromCas(c.compareAndSwap(key, token, v, ttl, flags));
 }
 bool touchKey(Cache& c, std::string_view key, seconds ttl) { return c.touch(key, ttl); }
-ReadHandle peekKey(Cache& c, std::string_view key) { return c.peek(key); }
+// Read-modify-write commands see a key that lives only on flash.
+ReadHandle peekKey(Cache& c, std::string_view key) { return c.peekOrLoad(key); }
 
 // Whole seconds left before h expires; -1 = never (memcached's "t" and ttl
 // reply). Rounded down: a deadline is rounded up when stored, so rounding

@@ -272,6 +272,41 @@ TEST(FlashCache, ContentsStayWarmAcrossARestart) {
   EXPECT_FALSE(cache.get(fck(0)));
 }
 
+TEST(FlashCache, ConditionalWritesSeeKeysThatLiveOnlyOnFlash) {
+  TempDir dir(flashTestParent());
+  Cache cache(flashCacheConfig(dir.file("flash"), 128));
+  fillPastMemory(cache);
+  // Keys that only flash holds (memory has moved on to later ones).
+  std::vector<int> onFlash;
+  for (int i = 0; i < 20000 && onFlash.size() < 5; ++i) {
+    if (!cache.peek(fck(i)) && cache.couldExist(fck(i))) onFlash.push_back(i);
+  }
+  ASSERT_EQ(onFlash.size(), 5u);
+  const std::string k0 = fck(onFlash[0]), k1 = fck(onFlash[1]), k2 = fck(onFlash[2]), k3 = fck(onFlash[3]),
+                    k4 = fck(onFlash[4]);
+  // add: the key exists (on flash), so nothing is stored and the value stays.
+  EXPECT_FALSE(cache.add(k0, "added"));
+  ASSERT_TRUE(cache.get(k0));
+  EXPECT_EQ(*cache.get(k0), flashValue(k0, 1, 1000));
+  // touch and a value rewrite (incr/append's path) find it.
+  EXPECT_TRUE(cache.touch(k1, std::chrono::seconds(100)));
+  EXPECT_EQ(*cache.get(k1), flashValue(k1, 1, 1000));
+  ReadHandle cur = cache.peekOrLoad(k2);
+  ASSERT_TRUE(cur);
+  const uint64_t token = cur.casToken();
+  cur.reset();
+  EXPECT_EQ(cache.updateValue(k2, token, "rewritten"), CasResult::kStored);
+  EXPECT_EQ(*cache.get(k2), "rewritten");
+  // CAS with a wrong token: the key exists, so kExists rather than kNotFound.
+  EXPECT_EQ(cache.compareAndSwap(k3, 12345, std::string_view("cas")), CasResult::kExists);
+  EXPECT_EQ(*cache.get(k3), flashValue(k3, 1, 1000));
+  // peek alone still never reads flash.
+  EXPECT_FALSE(cache.peek(k4));
+  EXPECT_TRUE(cache.peekOrLoad(k4));
+  EXPECT_TRUE(cache.peek(k4));
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST(FlashCache, AdmissionBudgetRefusesAndCounts) {
   TempDir dir(flashTestParent());
   CacheConfig c = flashCacheConfig(dir.file("flash"), 128);

@@ -107,6 +107,19 @@ class FlashServer(unittest.TestCase):
             self.assertEqual(stat(s, b"flash_async_reads"), before + 2)
             self.assertEqual(request(s, b"mg fk-absent v\r\n"), b"EN\r\n")
 
+    def test_read_modify_writes_see_keys_that_live_only_on_flash(self):
+        with self.server.connect() as s:
+            # add of a key on flash: it exists, so NOT_STORED, value unchanged.
+            self.assertEqual(request(s, b"add %s 0 0 1\r\nx\r\n" % key(20)), b"NOT_STORED\r\n")
+            self.assertTrue(request(s, b"get %s\r\n" % key(20), b"END\r\n") == expect_get([key(20)]))
+            # replace and append find it.
+            self.assertEqual(request(s, b"replace %s 0 0 3\r\nnew\r\n" % key(21)), b"STORED\r\n")
+            self.assertEqual(request(s, b"get %s\r\n" % key(21), b"END\r\n"), b"VALUE %s 0 3\r\nnew\r\nEND\r\n" % key(21))
+            self.assertEqual(request(s, b"append %s 0 0 2\r\n++\r\n" % key(22)), b"STORED\r\n")
+            got = request(s, b"get %s\r\n" % key(22), b"END\r\n")
+            self.assertTrue(got == b"VALUE %s 0 %d\r\n" % (key(22), VALUE_SIZE + 2) + value_of(key(22)) + b"++\r\nEND\r\n")
+            self.assertEqual(request(s, b"touch %s 100\r\n" % key(23)), b"TOUCHED\r\n")
+
     def test_pipelined_requests_after_a_flash_read_answer_in_order(self):
         with self.server.connect() as s:
             fk, dk = key(11), self.dram_key
