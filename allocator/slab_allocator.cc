@@ -447,7 +447,7 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes),
-      allocTally_(2 * pools.size() * classSizes.size()),
+      allocTally_(AllocationClass::kTallyPerClass * pools.size() * classSizes.size()),
       records_(records),
       limit_(slabCount_) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
@@ -475,9 +475,9 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
     pool->quota = std::min<uint32_t>(
         slabCount_, std::max<uint32_t>(1, static_cast<uint32_t>(pools[p].share * slabCount_ + 1e-9)));
     for (uint32_t c = 0; c < classSizes_.size(); ++c) {
-      pool->classes.push_back(std::make_unique<AllocationClass>(table_, tierIndex, p, c, classSizes_[c],
-                                                                makeEvictionPolicy(policy, table_), allocTally_,
-                                                                2 * (p * classSizes_.size() + c)));
+      pool->classes.push_back(std::make_unique<AllocationClass>(
+          table_, tierIndex, p, c, classSizes_[c], makeEvictionPolicy(policy, table_), allocTally_,
+          AllocationClass::kTallyPerClass * (p * classSizes_.size() + c)));
     }
     pools_.push_back(std::move(pool));
   }

@@ -180,6 +180,31 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
             self.assertEqual(stat(server, "reclaimed"), 1)
 
+    def test_mem_requested_and_class_reclaimed(self):
+        # memcached's t/issue_42.t and t/issue_163.t: per class, the bytes its items
+        # take (48-byte header + key + value here) in stats slabs and stats items,
+        # and its dead items taken back in stats items.
+        cfg = base_config(threads=1, debug_commands=True)
+        cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
+        with Server(config=cfg) as server, server.connect() as s:
+            def slab_stat(kind, name):
+                reply = request(s, b"stats %s\r\n" % kind.encode(), b"END\r\n").decode()
+                m = re.search(r"STAT %s (\d+)\r\n" % re.escape(name), reply)
+                return int(m.group(1)) if m else None
+            for i in range(10):
+                self.assertEqual(request(s, b"set key%d 0 0 10\r\nBBBBBBBBBB\r\n" % i), b"STORED\r\n")
+            self.assertEqual(slab_stat("items", "items:1:mem_requested"), 10 * (48 + 4 + 10))
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 10 * (48 + 4 + 10))
+            self.assertEqual(slab_stat("items", "items:1:reclaimed"), 0)
+            self.assertEqual(request(s, b"set key0 0 1 10\r\nBBBBBBBBBB\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"debugtime 2\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"set key0 0 0 12\r\nBBBBBBBBBBBB\r\n"), b"STORED\r\n")
+            self.assertEqual(slab_stat("items", "items:1:reclaimed"), 1)
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 10 * (48 + 4 + 10) + 2)
+            for i in range(10):
+                self.assertEqual(request(s, b"delete key%d\r\n" % i), b"DELETED\r\n")
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 0)
+
     def test_stats_reset_zeroes_counters_not_gauges(self):
         with Server(threads=1) as server, server.connect() as s:
             self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
