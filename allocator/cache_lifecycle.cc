@@ -366,6 +366,9 @@ size_t Cache::reapExpired() {
 
 uint64_t ReadHandle::casToken() const { return item_->seq(); }
 uint32_t ReadHandle::flags() const { return item_->flags; }
+bool ReadHandle::fetched() const { return item_->fetched(); }
+bool ReadHandle::markFetched() const { return item_->markFetched(); }
+int64_t ReadHandle::idleMs() const { return cache_->table_->owner(ref_)->policy().idleMs(item_->hook); }
 std::optional<std::chrono::system_clock::time_point> ReadHandle::expiresAt() const {
   if (item_->expiry == 0) return std::nullopt;
   return expiryTimePoint(item_->expiry);

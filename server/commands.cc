@@ -232,6 +232,7 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
         continue;
       }
       c.add(c.get_hits);
+      h.markFetched();  // memcached's fetched bit (mg h)
       line.assign("VALUE ");
       line.append(h.key());
       line.push_back(' ');
@@ -549,7 +550,16 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     else cache_.remove(key);
     c.add(c.cmd_touch);
   }
-  ReadHandle h = cache_.find(key);
+  // u: no bump (no LRU move, no promotion, not marked fetched): the item
+  // is peeked. l: its idle time as it was before this read, so a bumping
+  // read peeks first (a second lookup, only when l is asked).
+  const bool noBump = m.has('u');
+  int64_t idleMs = -1;
+  if (m.has('l') && !noBump) {
+    if (ReadHandle before = peekKey(cache_, key)) idleMs = before.idleMs();
+  }
+  ReadHandle h = noBump ? peekKey(cache_, key) : cache_.find(key);
+  if (h && m.has('l') && noBump) idleMs = h.idleMs();
   bool created = false;
   if (!h && m.has('N')) {
     // Vivify on miss: an empty item with the N TTL, and this client wins
@@ -587,6 +597,9 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     won = left >= 0 && left < m.recacheTtl;
   }
   if (mark.stale && !mark.tokenSent) won = true;
+  // memcached's fetched bit, as it was before this read; a read without u
+  // sets it (one load once set).
+  const bool fetchedBefore = noBump ? h.fetched() : h.markFetched();
   bool sent = mark.tokenSent;
   if (won && !leases_.claimToken(key, cas)) won = false, sent = true;  // another reader won first
   const bool value = m.has('v');
@@ -607,6 +620,12 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
       case 's': line += " s"; addNumber(line, h.value().size()); break;
       case 't': line += " t"; addSigned(line, ttlLeft(h)); break;
+      case 'h': line += fetchedBefore ? " h1" : " h0"; break;
+      case 'l':
+        // Seconds since the last access; absent when the eviction policy
+        // keeps no access time (only LRU does).
+        if (idleMs >= 0) line += " l", addSigned(line, idleMs / 1000);
+        break;
       default: break;
     }
   }
@@ -624,8 +643,8 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
 void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
   // "me <key>": one line about the item, without touching it (peek: no LRU
   // bump, no promotion). memcached's own fields la, fetch, cls and size
-  // (item total) are not kept here; tiercache's are its flags, its value's
-  // bytes and the tier holding it.
+  // (item total) are not shown (mg l and h report the first two);
+  // tiercache's are its flags, its value's bytes and the tier holding it.
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it

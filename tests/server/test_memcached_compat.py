@@ -205,6 +205,25 @@ class MemcachedSemantics(unittest.TestCase):
                 self.assertEqual(request(s, b"delete key%d\r\n" % i), b"DELETED\r\n")
             self.assertEqual(slab_stat("slabs", "1:mem_requested"), 0)
 
+    def test_meta_get_hit_before_no_bump_and_last_access(self):
+        # memcached's t/metaget.t: h is whether the item was read before this
+        # request (any get reads it), u reads without marking it, l is the
+        # seconds since the last access; a new set starts unfetched.
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"ms hf 3 T100\r\nhit\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg hf s u h\r\n"), b"HD s3 h0\r\n")
+            self.assertEqual(request(s, b"mg hf s h\r\n"), b"HD s3 h0\r\n")
+            self.assertEqual(request(s, b"mg hf h u\r\n"), b"HD h1\r\n")
+            self.assertEqual(request(s, b"ms hf 3 T100\r\nhit\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"get hf\r\n", b"END\r\n"), b"VALUE hf 0 3\r\nhit\r\nEND\r\n")
+            self.assertEqual(request(s, b"mg hf h\r\n"), b"HD h1\r\n")
+            self.assertEqual(request(s, b"ms la 2 T100\r\nla\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l0\r\n")
+            time.sleep(1.1)
+            self.assertEqual(request(s, b"mg la l u\r\n"), b"HD l1\r\n")
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l1\r\n")  # as it was before this read
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l0\r\n")
+
     def test_stats_reset_zeroes_counters_not_gauges(self):
         with Server(threads=1) as server, server.connect() as s:
             self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
