@@ -127,6 +127,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       // flush_all N: items stored before N seconds from now read as absent from then on.
       const auto delay = r.exptime > 0 ? ttlFromExptime(r.exptime, nowUnix()) : std::nullopt;
       cache_.flush(delay.value_or(seconds(0)));
+      if (!config_.use_cas && !delay) state_.flushSecond.store(nowUnix(), std::memory_order_relaxed);
       reply(out, r, "OK");
       return Next::kContinue;
     }
@@ -430,6 +431,12 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   }
   if (mode == Mode::kCas) {
     c.add(result == Stored::kStored ? c.cas_hits : result == Stored::kExists ? c.cas_badval : c.cas_misses);
+  }
+  // memcached -C flushes by the second: a value stored in the second of
+  // the last flush_all is as good as flushed (it answers as stored).
+  if (result == Stored::kStored && !config_.use_cas &&
+      state_.flushSecond.load(std::memory_order_relaxed) == nowUnix()) {
+    cache_.remove(key);
   }
 
   if (!meta) {

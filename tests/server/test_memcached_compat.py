@@ -224,6 +224,25 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"mg la l\r\n"), b"HD l1\r\n")  # as it was before this read
             self.assertEqual(request(s, b"mg la l\r\n"), b"HD l0\r\n")
 
+    def test_without_cas_a_flush_is_whole_seconds(self):
+        # memcached -C (t/flush-all.t's last check): flush_all goes by the second, so a
+        # value stored in the same second after it is lost; with CAS (the default) the
+        # flush orders exactly and the value stays.
+        for use_cas, expect in ((True, b"VALUE f 0 3\r\nnew\r\nEND\r\n"), (False, b"END\r\n")):
+            with Server(threads=1, use_cas=use_cas) as server, server.connect() as s:
+                for _ in range(5):  # the same second, unless it turned in between: try again
+                    start = int(time.time())
+                    self.assertEqual(request(s, b"flush_all 0\r\n"), b"OK\r\n")
+                    self.assertEqual(request(s, b"set f 0 0 3\r\nnew\r\n"), b"STORED\r\n")
+                    got = request(s, b"get f\r\n", b"END\r\n")
+                    if int(time.time()) == start:
+                        break
+                self.assertEqual(got, expect, use_cas)
+                # A second later stores stick again; a delayed flush is unchanged.
+                time.sleep(1.05)
+                self.assertEqual(request(s, b"set f 0 0 3\r\nnew\r\n"), b"STORED\r\n")
+                self.assertEqual(request(s, b"get f\r\n", b"END\r\n"), b"VALUE f 0 3\r\nnew\r\nEND\r\n")
+
     def test_stats_reset_zeroes_counters_not_gauges(self):
         with Server(threads=1) as server, server.connect() as s:
             self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
