@@ -141,11 +141,10 @@ class Item {
   uint32_t deadline() const { return relaxed(expiry).load(std::memory_order_relaxed); }
   void setDeadline(uint32_t d) { relaxed(expiry).store(d, std::memory_order_relaxed); }
   // Copies what a move between tiers keeps: expiry, flags, sequence and
-  // the fetched bit. The caller's copy is unpublished and pinned by it
-  // alone (just init'ed): every other writer of `state` is a CAS that fails
-  // on it, so a plain store suffices.
+  // the fetched bit (a locked OR only for a fetched item: the copy is not
+  // published yet, but a stale lookup's failed CAS may still read it).
   void copyMetaFrom(const Item& src) {
-    if (src.fetched()) state.store(state.load(std::memory_order_relaxed) | kFetched, std::memory_order_relaxed);
+    if (src.fetched()) state.fetch_or(kFetched, std::memory_order_relaxed);
     expiry = src.expiry;
     flags = src.flags;
     seqLo = src.seqLo;
