@@ -30,6 +30,9 @@ uint64_t SlabTable::stableKeyHash(std::string_view key) {
 // The config's metadata estimate (CacheConfig::metadataBytes) uses these.
 static_assert(sizeof(SlabInfo) <= CacheConfig::kSlabMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(LruPolicy) <= CacheConfig::kClassMetadataBytes);
+static_assert(CacheConfig::kClassTallyBytes ==
+              2 * ShardedCounter::kCells * AllocationClass::kTallyPerClass * sizeof(uint64_t));
+static_assert(CacheConfig::kTierTallyRoundingBytes == 2 * ShardedCounter::kCells * 64);
 static_assert(sizeof(AllocationClass) + sizeof(ClockPolicy) <= CacheConfig::kClassMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(S3FifoPolicy) <= CacheConfig::kClassMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(WTinyLfuPolicy) <= CacheConfig::kClassMetadataBytes);
