@@ -167,6 +167,8 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
       link.store(ref.raw());
       out.pinnedOld = cond.pinOld && it->tryAcquire();
       out.ownedOld = it->unpublish();
+      countPublished(ref, item);
+      countUnpublished(cur, it);
       out.old = cur;
       out.stored = true;
       return out;
@@ -179,6 +181,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
   commitIfDurable(item, ref);
   item->setChainNext(bucketLink(b).load());
   bucketLink(b).store(ref.raw());
+  countPublished(ref, item);
   out.stored = true;
   return out;
 }
@@ -199,6 +202,8 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
       item->setChainNext(it->chainNext());
       link.store(ref.raw());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      countPublished(ref, item);
+      countUnpublished(cur, it);
       return cur;
     }
     link = it->chainLink();
@@ -207,6 +212,7 @@ CompressedRef AccessIndex::insertRecovered(CompressedRef ref, Item* item, uint64
   item->state.fetch_or(Item::kAccessible, std::memory_order_release);
   item->setChainNext(bucketLink(b).load());
   bucketLink(b).store(ref.raw());
+  countPublished(ref, item);
   return CompressedRef();
 }
 
@@ -222,6 +228,7 @@ CompressedRef AccessIndex::remove(std::string_view key, uint64_t hash, bool& own
       link.store(it->chainNext());
       if (pinned) *pinned = it->tryAcquire();
       owned = it->unpublish();
+      countUnpublished(cur, it);
       return cur;
     }
     link = it->chainLink();
@@ -240,6 +247,7 @@ bool AccessIndex::unlinkExact(CompressedRef ref, uint64_t hash) {
       invalidateIfDurable(it, ref);
       link.store(it->chainNext());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      countUnpublished(ref, it);
       return true;
     }
     link = it->chainLink();
@@ -266,6 +274,8 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
       newItem->state.fetch_or(Item::kAccessible, std::memory_order_release);
       link.store(newRef.raw());
       it->state.fetch_and(~Item::kAccessible, std::memory_order_release);
+      countPublished(newRef, newItem);
+      countUnpublished(oldRef, it);
       return true;
     }
     link = it->chainLink();
@@ -285,6 +295,10 @@ void AccessIndex::prefetchChainHead(uint64_t hash) const {
   const char* p = reinterpret_cast<const char*>(table_.item(CompressedRef(head)));
   __builtin_prefetch(p);
   __builtin_prefetch(p + 64);
+}
+
+void AccessIndex::countRequested(CompressedRef ref, int64_t bytes) const {
+  if (AllocationClass* owner = table_.owner(ref)) owner->addRequested(bytes);
 }
 
 size_t AccessIndex::pinLive(uint64_t begin, uint64_t end, const LiveCheck& live,
@@ -316,6 +330,7 @@ size_t AccessIndex::unlinkDead(uint64_t begin, uint64_t end, const LiveCheck& li
         invalidateIfDurable(it, cur);
         link.store(it->chainNext());
         it->unpublish();  // pinned: never makes us the owner
+        countUnpublished(cur, it);
         out.emplace_back(cur, it);
         continue;
       }

@@ -142,7 +142,9 @@ class AccessIndex {
       Item* it = table_.item(ref);
       if (it->hasKey(key)) {
         if (durable(ref) || !fits(*it, ref) || !it->tryMarkExclusive()) return {};
+        const uint32_t before = it->valueSize();
         write(*it, ref);
+        if (it->valueSize() != before) countRequested(ref, int64_t{it->valueSize()} - int64_t{before});
         it->endRewrite();
         toFront(b, link, it, ref);
         return ref;
@@ -192,6 +194,15 @@ class AccessIndex {
   uint64_t check(HashFn hash, std::string& out) const;
 
  private:
+  // The owner class's requested bytes (AllocationClass::addRequested) move
+  // by `bytes` as the index publishes or unpublishes an item of it.
+  void countRequested(CompressedRef ref, int64_t bytes) const;
+  void countPublished(CompressedRef ref, const Item* it) const {
+    countRequested(ref, static_cast<int64_t>(Item::totalSize(it->keySize(), it->valueSize())));
+  }
+  void countUnpublished(CompressedRef ref, const Item* it) const {
+    countRequested(ref, -static_cast<int64_t>(Item::totalSize(it->keySize(), it->valueSize())));
+  }
   struct alignas(64) Stripe {
     SeqSpinLock lock;
   };

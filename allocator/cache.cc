@@ -476,7 +476,7 @@ bool Cache::remove(std::string_view key) {
   // Pinned (or owned), the item stays readable for the callback. Neither:
   // a slab release had claimed it and reports it.
   const bool dead = (pinned || owned) && isExpired(*item);
-  if (pinned || owned) notifyRemoved(*item, dead ? RemoveCause::kExpired : RemoveCause::kRemoved);
+  if (pinned || owned) notifyRemoved(*item, ref, dead ? RemoveCause::kExpired : RemoveCause::kRemoved);
   if (pinned) release(item, ref);
   if (owned) freeOwned(ref);
   if (dead) return false;  // an expired key was already absent

@@ -299,14 +299,14 @@ class Cache final : private ItemFate {
   LiveCheck liveCheck() const final;
   // ItemFate, for the movers.
   bool deadlinesSeen() const final { return deadlinesSeen_.load(std::memory_order_relaxed); }
-  void notifyDropped(const Item& item, bool dead) final {
-    notifyRemoved(item, dead ? RemoveCause::kExpired : RemoveCause::kEvicted);
+  void notifyDropped(const Item& item, CompressedRef ref, bool dead) final {
+    notifyRemoved(item, ref, dead ? RemoveCause::kExpired : RemoveCause::kEvicted);
   }
   // Expired or flushed: never served, dropped rather than moved.
   bool isExpired(const Item& item) const;
   // Fires the remove callback (if any) for an item the caller unlinked and
   // still pins or owns.
-  void notifyRemoved(const Item& item, RemoveCause cause);
+  void notifyRemoved(const Item& item, CompressedRef ref, RemoveCause cause);
   // A copy of the key's live item over that very item (touch, updateValue):
   // `value` null keeps the value, `deadline` null keeps the deadline;
   // keepSeq keeps the CAS token. `token` 0: whichever item is live (a

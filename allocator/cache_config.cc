@@ -1031,7 +1031,8 @@ uint64_t CacheConfig::metadataBytes() const {
   bytes = sat(bytes, index.lock_power < 56 ? uint64_t{64} << index.lock_power : ~uint64_t{0});
   bytes = sat(bytes, slab_size ? capacityBytes(*this) / slab_size * kSlabMetadataBytes : 0);
   const uint64_t classes = static_cast<uint64_t>(tiers.size()) * std::max<size_t>(pools.size(), 1) * classCount();
-  bytes = sat(bytes, classes * kClassMetadataBytes);
+  bytes = sat(bytes, classes * (kClassMetadataBytes + kClassTallyBytes));
+  bytes = sat(bytes, tiers.size() * kTierTallyRoundingBytes);
   return bytes;
 }
 

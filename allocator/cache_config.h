@@ -216,6 +216,11 @@ struct CacheConfig {
   // its policy object (slab_allocator.cc checks it). S3-FIFO's ghost and
   // W-TinyLFU's sketch grow with the items and are counted in stats.
   static constexpr uint64_t kClassMetadataBytes = 1024;
+  // The allocator's per-thread tally (ShardedTally): per class, its words
+  // (AllocationClass::kTallyPerClass) in each of 32 cells, and per tier a
+  // line per cell of rounding (slab_allocator.cc checks it).
+  static constexpr uint64_t kClassTallyBytes = 32 * 3 * 8;
+  static constexpr uint64_t kTierTallyRoundingBytes = 32 * 64;
   static constexpr uint64_t kSlabMetadataBytes = 32;  // one SlabInfo
 
   uint64_t slab_size = 4ull << 20;  // power of two, 64 KiB .. 1 GiB

@@ -74,8 +74,11 @@ bool Cache::isExpired(const Item& item) const {
   return liveCheck().dead(item);
 }
 
-void Cache::notifyRemoved(const Item& item, RemoveCause cause) {
-  if (cause == RemoveCause::kExpired) counters_->expired.add();
+void Cache::notifyRemoved(const Item& item, CompressedRef ref, RemoveCause cause) {
+  if (cause == RemoveCause::kExpired) {
+    counters_->expired.add();
+    table_->owner(ref)->counters().reclaimed.fetch_add(1, std::memory_order_relaxed);
+  }
   if (!hooks_.onRemove || closing_.load(std::memory_order_relaxed)) return;
   counters_->remove_callbacks.add();
   hooks_.onRemove(RemovedItem{item.key(), item.value(), item.flags, cause});
@@ -122,7 +125,7 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
   if (out.old && !out.pinnedOld && out.ownedOld && table_->owner(out.old) == ac) {
     // The common replace, no callback: old and new in one class, one
     // policy-lock hold. (notifyRemoved only counts an expired one here.)
-    if (out.oldDead) notifyRemoved(*table_->item(out.old), RemoveCause::kExpired);
+    if (out.oldDead) notifyRemoved(*table_->item(out.old), out.old, RemoveCause::kExpired);
     // One hold: the new item takes the old one's place (a live key
     // rewritten is a use of it; a dead one's is a newcomer).
     EvictionPolicy& policy = ac->policy();
@@ -144,13 +147,13 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
     Item* old = table_->item(out.old);
     if (out.pinnedOld) {
       if (out.oldDead) {
-        notifyRemoved(*old, RemoveCause::kExpired);
+        notifyRemoved(*old, out.old, RemoveCause::kExpired);
       } else if (notifyReplaced) {
-        notifyRemoved(*old, RemoveCause::kReplaced);
+        notifyRemoved(*old, out.old, RemoveCause::kReplaced);
       }
       release(old, out.old);
     } else if (out.ownedOld) {
-      if (out.oldDead) notifyRemoved(*old, RemoveCause::kExpired);
+      if (out.oldDead) notifyRemoved(*old, out.old, RemoveCause::kExpired);
       if (defersFrees()) {
         table_->owner(out.old)->deferFree(out.old);
       } else {
@@ -272,7 +275,7 @@ void Cache::flush(Ttl delay) {
 
 void Cache::dropExpired(Item* item, CompressedRef ref) {
   // The caller pins the item; if the unlink is ours, so is the report.
-  if (index_->unlinkExact(ref, hashKey(item->key()))) notifyRemoved(*item, RemoveCause::kExpired);
+  if (index_->unlinkExact(ref, hashKey(item->key()))) notifyRemoved(*item, ref, RemoveCause::kExpired);
 }
 
 ReadHandle Cache::peek(std::string_view key) {
@@ -356,7 +359,7 @@ size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {
   std::vector<std::pair<CompressedRef, Item*>> dead;
   const size_t scanned = index_->unlinkDead(begin, end, liveCheck(), dead);
   for (auto& [ref, item] : dead) {
-    notifyRemoved(*item, RemoveCause::kExpired);
+    notifyRemoved(*item, ref, RemoveCause::kExpired);
     release(item, ref);
   }
   reaped = dead.size();
@@ -373,6 +376,9 @@ size_t Cache::reapExpired() {
 
 uint64_t ReadHandle::casToken() const { return item_->seq(); }
 uint32_t ReadHandle::flags() const { return item_->flags; }
+bool ReadHandle::fetched() const { return item_->fetched(); }
+bool ReadHandle::markFetched() const { return item_->markFetched(); }
+int64_t ReadHandle::idleMs() const { return cache_->table_->owner(ref_)->policy().idleMs(item_->hook); }
 std::optional<std::chrono::system_clock::time_point> ReadHandle::expiresAt() const {
   if (item_->expiry == 0) return std::nullopt;
   return expiryTimePoint(item_->expiry);

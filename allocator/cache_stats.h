@@ -36,16 +36,18 @@ namespace tiercache {
   X(demotions, "items moved down to the next tier")                                        \
   X(promotions, "items moved up to the tier above")
 // Per class only, counted (ClassCounters).
-#define TIERCACHE_CLASS_COUNTERS(X)                                                        \
-  X(slow_allocs, "allocations that found no free slot")                                    \
-  X(slabs_gained, "slabs the rebalancer gave this class")                                  \
-  X(slabs_lost, "slabs the rebalancer took from this class")
+#define TIERCACHE_CLASS_COUNTERS(X)                          \
+  X(slow_allocs, "allocations that found no free slot")      \
+  X(slabs_gained, "slabs the rebalancer gave this class")    \
+  X(slabs_lost, "slabs the rebalancer took from this class") \
+  X(reclaimed, "dead (expired or flushed) items of this class reclaimed, by any path")
 // Per class, read at snapshot time, summed into their tier and the cache.
 #define TIERCACHE_CLASS_ROLLUP_GAUGES(X) X(items, "items in the eviction lists")
 // Per class only, read at snapshot time.
-#define TIERCACHE_CLASS_GAUGES(X)                                                          \
-  X(slabs, "slabs the class holds")                                                        \
-  X(free_slots, "free slots in the class's slabs")                                         \
+#define TIERCACHE_CLASS_GAUGES(X)                                                                      \
+  X(slabs, "slabs the class holds")                                                                    \
+  X(free_slots, "free slots in the class's slabs")                                                     \
+  X(requested_bytes, "bytes its published items take (header, key, value: memcached's mem_requested)") \
   X(marginal_hits, "requests for keys the class evicted lately: hits one more slab would earn (marginal-hits)")
 // Per tier, counted by the cache, summed into the cache.
 #define TIERCACHE_TIER_ROLLUP_COUNTERS(X) X(hits, "finds that found their item in this tier")

@@ -57,6 +57,16 @@ class ReadHandle {
   std::optional<std::chrono::system_clock::time_point> expiresAt() const;
   // 32-bit client flags stored with the item.
   uint32_t flags() const;
+  // memcached's "fetched" bit (its mg h flag): whether a client read the
+  // item since it was stored. The cache never sets it by itself (a find
+  // does not); markFetched sets it and returns whether it was set before,
+  // writing the item's line only the first time.
+  bool fetched() const;
+  bool markFetched() const;
+  // Milliseconds since the item's last access as its class's eviction
+  // policy records it (LRU: insertion or last refresh), or -1 when the
+  // policy keeps no access time (EvictionPolicy::idleMs).
+  int64_t idleMs() const;
   CompressedRef ref() const { return ref_; }
   // Release the pin now (the destructor does it otherwise).
   void reset();

@@ -2,7 +2,7 @@
 //
 // Layout (48 bytes, 4-byte aligned; slots are 8-byte aligned):
 //   0  state     atomic u32: refcount (20 bits) | kAccessible | kExclusive | kFreeSlot | kMoving
-//                | lower-tier hits (3 bits, for promotion)
+//                | lower-tier hits (3 bits, for promotion) | kFetched
 //   4  hashNext  low 32 bits of the next item's CompressedRef in the index
 //                bucket (stripe lock); its high byte is hook.ownerBytes[0]
 //   8  hook      EvictionHook: prev, next (40-bit refs), meta (16 bytes,
@@ -74,6 +74,11 @@ class Item {
   static constexpr uint32_t kMoving = 1u << 23;
   static constexpr uint32_t kHitShift = 24;
   static constexpr uint32_t kHitMask = 7u << kHitShift;  // saturating hit count in a lower tier
+  // Read by a client since it was stored (memcached's "fetched": the
+  // server's mg h). Set by markFetched, kept across moves between tiers,
+  // cleared by an in-place rewrite (a new version of the item) and when
+  // the slot is reused. Bits 28-31 are free.
+  static constexpr uint32_t kFetched = 1u << 27;
 
   static constexpr uint32_t kMaxKeySize = 255;
   static constexpr uint32_t kMaxValueSize = (1u << 24) - 1;
@@ -135,8 +140,11 @@ class Item {
   }
   uint32_t deadline() const { return relaxed(expiry).load(std::memory_order_relaxed); }
   void setDeadline(uint32_t d) { relaxed(expiry).store(d, std::memory_order_relaxed); }
-  // Copies what a move between tiers keeps: expiry, flags and sequence.
+  // Copies what a move between tiers keeps: expiry, flags, sequence and
+  // the fetched bit (a locked OR only for a fetched item: the copy is not
+  // published yet, but a stale lookup's failed CAS may still read it).
   void copyMetaFrom(const Item& src) {
+    if (src.fetched()) state.fetch_or(kFetched, std::memory_order_relaxed);
     expiry = src.expiry;
     flags = src.flags;
     seqLo = src.seqLo;
@@ -238,7 +246,7 @@ class Item {
   void endRewrite() {
     const uint32_t s = state.load(std::memory_order_relaxed);
     TC_DCHECK((s & (kExclusive | kAccessible | kRefMask)) == (kExclusive | kAccessible));
-    state.store(s & ~kExclusive, std::memory_order_release);
+    state.store(s & ~(kExclusive | kFetched), std::memory_order_release);  // a new version: not fetched yet
   }
 
   // Starts a move of a published item. Eviction (demotion) requires it
@@ -277,6 +285,15 @@ class Item {
     return 0;
   }
   void clearLowerTierHits() { state.fetch_and(~kHitMask, std::memory_order_relaxed); }
+
+  bool fetched() const { return state.load(std::memory_order_relaxed) & kFetched; }
+  // Sets kFetched (caller pins the item); returns whether it was set
+  // already. Writes the shared line only the first time, as the CLOCK
+  // policy sets its access bit: a hit on a fetched item is one load.
+  bool markFetched() {
+    if (state.load(std::memory_order_relaxed) & kFetched) return true;
+    return state.fetch_or(kFetched, std::memory_order_relaxed) & kFetched;
+  }
 
   // What the one thread allowed to free or reuse the slot sees: claimed,
   // unpinned, unpublished, not being moved (checked where slots are freed).

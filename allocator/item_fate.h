@@ -5,6 +5,7 @@
 namespace tiercache {
 
 class Item;
+class CompressedRef;
 struct LiveCheck;
 
 // What the movers need of the item lifecycle (Cache implements it): which
@@ -17,7 +18,7 @@ class ItemFate {
   virtual bool deadlinesSeen() const = 0;
   virtual LiveCheck liveCheck() const = 0;
   // An item the movers unlinked for good (still claimed, so readable).
-  virtual void notifyDropped(const Item& item, bool dead) = 0;
+  virtual void notifyDropped(const Item& item, CompressedRef ref, bool dead) = 0;
 
  protected:
   ~ItemFate() = default;

@@ -367,7 +367,7 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
     if (b.drop[i]) {
       if (!b.dead[i] && demoteToFlash(ac, b.src[i], b.hash[i])) continue;  // still in the cache, on flash
       // Unlinked here, reported here (kMoving keeps the item readable).
-      if (index_.unlinkExact(b.src[i], b.hash[i])) fate_.notifyDropped(*table_.item(b.src[i]), b.dead[i]);
+      if (index_.unlinkExact(b.src[i], b.hash[i])) fate_.notifyDropped(*table_.item(b.src[i]), b.src[i], b.dead[i]);
       continue;
     }
     b.swapped[i] = index_.replaceExact(b.src[i], b.dst[i], table_.item(b.dst[i]), b.hash[i]);
@@ -520,7 +520,7 @@ void Movers::evictClaimed(AllocationClass& donor, const std::vector<CompressedRe
     // A claimed item cannot be pinned, so a racing remove or replace that
     // unlinked it left the report to us: it is reported here either way.
     index_.unlinkExact(ref, hash_(item->key()));
-    fate_.notifyDropped(*item, dead);
+    fate_.notifyDropped(*item, ref, dead);
   }
   donor.counters().evictions.fetch_add(claimed.size(), std::memory_order_relaxed);
   donor.counters().demotions.fetch_add(demoted, std::memory_order_relaxed);

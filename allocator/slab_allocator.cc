@@ -30,6 +30,9 @@ uint64_t SlabTable::stableKeyHash(std::string_view key) {
 // The config's metadata estimate (CacheConfig::metadataBytes) uses these.
 static_assert(sizeof(SlabInfo) <= CacheConfig::kSlabMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(LruPolicy) <= CacheConfig::kClassMetadataBytes);
+static_assert(CacheConfig::kClassTallyBytes ==
+              2 * ShardedCounter::kCells * AllocationClass::kTallyPerClass * sizeof(uint64_t));
+static_assert(CacheConfig::kTierTallyRoundingBytes == 2 * ShardedCounter::kCells * 64);
 static_assert(sizeof(AllocationClass) + sizeof(ClockPolicy) <= CacheConfig::kClassMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(S3FifoPolicy) <= CacheConfig::kClassMetadataBytes);
 static_assert(sizeof(AllocationClass) + sizeof(WTinyLfuPolicy) <= CacheConfig::kClassMetadataBytes);
@@ -447,7 +450,7 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
       firstSlab_(firstSlab),
       slabCount_(static_cast<uint32_t>(tier.size() / table.slabSize())),
       classSizes_(classSizes),
-      allocTally_(2 * pools.size() * classSizes.size()),
+      allocTally_(AllocationClass::kTallyPerClass * pools.size() * classSizes.size()),
       records_(records),
       limit_(slabCount_) {
   for (uint32_t i = 0; i < slabCount_; ++i) {
@@ -475,9 +478,9 @@ SlabAllocator::SlabAllocator(uint32_t tierIndex, MemoryTier& tier, PoolRecords* 
     pool->quota = std::min<uint32_t>(
         slabCount_, std::max<uint32_t>(1, static_cast<uint32_t>(pools[p].share * slabCount_ + 1e-9)));
     for (uint32_t c = 0; c < classSizes_.size(); ++c) {
-      pool->classes.push_back(std::make_unique<AllocationClass>(table_, tierIndex, p, c, classSizes_[c],
-                                                                makeEvictionPolicy(policy, table_), allocTally_,
-                                                                2 * (p * classSizes_.size() + c)));
+      pool->classes.push_back(std::make_unique<AllocationClass>(
+          table_, tierIndex, p, c, classSizes_[c], makeEvictionPolicy(policy, table_), allocTally_,
+          AllocationClass::kTallyPerClass * (p * classSizes_.size() + c)));
     }
     pools_.push_back(std::move(pool));
   }

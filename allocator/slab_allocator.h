@@ -96,7 +96,7 @@ struct ClassCounters {
 class AllocationClass {
  public:
   // tally: the allocator's, where this class counts its allocations in
-  // counters tallyAt and tallyAt + 1.
+  // counters tallyAt and tallyAt + 1, and its requested bytes in tallyAt + 2.
   AllocationClass(SlabTable& table, uint32_t tier, uint32_t pool, uint32_t id, uint32_t allocSize,
                   std::unique_ptr<EvictionPolicy> policy, ShardedTally& tally, size_t tallyAt);
 
@@ -114,6 +114,14 @@ class AllocationClass {
   void countSuccess() { tally_.add(tallyAt_); }
   void countFailure() { tally_.add(tallyAt_ + 1); }
   uint64_t allocSuccesses() const { return tally_.load(tallyAt_); }
+  // Bytes (Item::totalSize) of the class's published items, memcached's
+  // mem_requested: the index adds an item's size when it publishes it and
+  // takes it off when it unpublishes it (AccessIndex), an in-place rewrite
+  // by the change. Per-thread cells, no locked instruction; a thread's cell
+  // may go "negative" (wraps), the sum does not.
+  static constexpr size_t kTallyPerClass = 3;
+  void addRequested(int64_t bytes) { tally_.add(tallyAt_ + 2, static_cast<uint64_t>(bytes)); }
+  uint64_t requestedBytes() const { return tally_.load(tallyAt_ + 2); }
   struct AllocCounts {
     uint64_t attempts, successes;
   };

@@ -80,6 +80,7 @@ CacheStats StatsCollector::collect() const {
         cs.slabs = ac.slabCount();
         cs.items = ac.policy().size();
         cs.free_slots = ac.freeSlots();
+        cs.requested_bytes = ac.requestedBytes();
 #define TIERCACHE_LOAD(name, help) cs.name = ac.counters().name.load(std::memory_order_relaxed);
         TIERCACHE_CLASS_MOVE_COUNTERS(TIERCACHE_LOAD)
         TIERCACHE_CLASS_COUNTERS(TIERCACHE_LOAD)

@@ -198,6 +198,11 @@ class EvictionPolicy {
   virtual bool forEach(void (*fn)(RefWord ref, void* ctx), void* ctx) const = 0;
   // Bytes the policy holds outside the items (ghost queue, sketch).
   virtual size_t metadataBytes() const { return 0; }
+  // Milliseconds since the member's last access as the policy recorded it
+  // (memcached's "last access", the server's mg l), or -1 when the policy
+  // keeps no access time or `hook` is not in its list. Read without the
+  // lock (a relaxed load of the hook): the caller pins the item.
+  virtual int64_t idleMs(const EvictionHook& /*hook*/) const { return -1; }
 
   // Ages of the items this policy gave up (time since insertion, or since
   // the last move for LRU): the class's eviction age.

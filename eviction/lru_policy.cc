@@ -98,6 +98,12 @@ bool LruPolicy::removeLocked(RefWord ref) {
   return true;
 }
 
+int64_t LruPolicy::idleMs(const EvictionHook& h) const {
+  const uint32_t meta = h.meta.load(std::memory_order_relaxed);
+  if (!(meta & EvictionHook::kInList)) return -1;
+  return (coarseNowMs() - meta) & EvictionHook::kTimeMask;
+}
+
 void LruPolicy::onAccess(RefWord ref, EvictionHook& h) {
   const uint32_t now = coarseNowMs() & EvictionHook::kTimeMask;
   uint32_t seen = h.meta.load(std::memory_order_relaxed);

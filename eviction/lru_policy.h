@@ -74,6 +74,10 @@ class LruPolicy final : public EvictionPolicy {
   size_t size() const override;
   const char* name() const override { return "lru"; }
   bool forEach(void (*fn)(RefWord, void*), void* ctx) const override;
+  // The hook's stamp: the insertion or the last refresh, which an access
+  // makes at most once per refresh interval (exact while the interval is
+  // 0), as memcached's item time; modulo 2^29 ms (6.2 days).
+  int64_t idleMs(const EvictionHook& hook) const override;
 
  private:
   void onAccess(RefWord ref, EvictionHook& hook) override;

@@ -128,6 +128,7 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       // flush_all N: items stored before N seconds from now read as absent from then on.
       const auto delay = r.exptime > 0 ? ttlFromExptime(r.exptime, nowUnix()) : std::nullopt;
       cache_.flush(delay.value_or(seconds(0)));
+      if (!config_.use_cas && !delay) state_.flushSecond.store(nowUnix(), std::memory_order_relaxed);
       reply(out, r, "OK");
       return Next::kContinue;
     }
@@ -240,6 +241,7 @@ size_t CommandHandler::getFrom(const Request& r, size_t first, ReplySink& out, W
         continue;
       }
       c.add(c.get_hits);
+      h.markFetched();  // memcached's fetched bit (mg h)
       line.assign("VALUE ");
       line.append(h.key());
       line.push_back(' ');
@@ -439,6 +441,12 @@ void CommandHandler::finishStore(const Request& r, PendingValue&& value, ReplySi
   if (mode == Mode::kCas) {
     c.add(result == Stored::kStored ? c.cas_hits : result == Stored::kExists ? c.cas_badval : c.cas_misses);
   }
+  // memcached -C flushes by the second: a value stored in the second of
+  // the last flush_all is as good as flushed (it answers as stored).
+  if (result == Stored::kStored && !config_.use_cas &&
+      state_.flushSecond.load(std::memory_order_relaxed) == nowUnix()) {
+    cache_.remove(key);
+  }
 
   if (!meta) {
     switch (result) {
@@ -551,6 +559,11 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
+  // u: no bump (no LRU move, no promotion, not marked fetched): the item
+  // is peeked. l: its idle time as it was before this read, so a bumping
+  // read peeks first (a second lookup, only when l is asked).
+  const bool noBump = m.has('u');
+  int64_t idleMs = -1;
   ReadHandle h;
   if (flash && flash->ready(0)) {
     h = std::move(flash->results()[0]);  // resumed: the touch and counts were done
@@ -565,7 +578,12 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
         cache_.remove(key);
       c.add(c.cmd_touch);
     }
-    if (flash) {
+    if (m.has('l') && !noBump) {
+      if (ReadHandle before = cache_.peek(key)) idleMs = before.idleMs();
+    }
+    if (noBump) {
+      h = peekKey(cache_, key);
+    } else if (flash) {
       // Never waits for flash: a key that may be there parks the request.
       if (!flash->start(cache_, std::span<const std::string_view>(&key, 1), 0)) {
         c.add(c.flash_async_reads);
@@ -577,6 +595,7 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       h = cache_.find(key);
     }
   }
+  if (h && m.has('l') && noBump) idleMs = h.idleMs();
   bool created = false;
   if (!h && m.has('N')) {
     // Vivify on miss: an empty item with the N TTL, and this client wins
@@ -614,6 +633,9 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
     won = left >= 0 && left < m.recacheTtl;
   }
   if (mark.stale && !mark.tokenSent) won = true;
+  // memcached's fetched bit, as it was before this read; a read without u
+  // sets it (one load once set).
+  const bool fetchedBefore = noBump ? h.fetched() : h.markFetched();
   bool sent = mark.tokenSent;
   if (won && !leases_.claimToken(key, cas)) won = false, sent = true;  // another reader won first
   const bool value = m.has('v');
@@ -634,6 +656,12 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
       case 'f': line += " f"; addNumber(line, flagsOf(h)); break;
       case 's': line += " s"; addNumber(line, h.value().size()); break;
       case 't': line += " t"; addSigned(line, ttlLeft(h)); break;
+      case 'h': line += fetchedBefore ? " h1" : " h0"; break;
+      case 'l':
+        // Seconds since the last access; absent when the eviction policy
+        // keeps no access time (only LRU does).
+        if (idleMs >= 0) line += " l", addSigned(line, idleMs / 1000);
+        break;
       default: break;
     }
   }
@@ -651,8 +679,8 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
 void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
   // "me <key>": one line about the item, without touching it (peek: no LRU
   // bump, no promotion). memcached's own fields la, fetch, cls and size
-  // (item total) are not kept here; tiercache's are its flags, its value's
-  // bytes and the tier holding it.
+  // (item total) are not shown (mg l and h report the first two);
+  // tiercache's are its flags, its value's bytes and the tier holding it.
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it

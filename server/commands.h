@@ -82,6 +82,9 @@ struct ServerState {
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
   std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
+  // server.use_cas off: the server second of the last flush_all without a
+  // delay (-1: none); a value stored in that second is lost, as memcached -C.
+  std::atomic<int64_t> flushSecond{-1};
   std::vector<WorkerCounters*> workers;  // fixed once the server runs
   // `stats reset`: the counters as they were then; stats reports what
   // changed since (memcached zeroes its counters; gauges such as curr_items

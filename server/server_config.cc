@@ -96,6 +96,14 @@ const config::Schema& schema() {
                               "item's expiry) that many seconds ahead, as memcached-debug does for its tests. Off: "
                               "`debugtime` is an unknown command (`ERROR`). For tests only.",
                .field = SERVER_FIELD(c.debug_commands)},
+              {.name = "use_cas",
+               .type = Type::kBool,
+               .description = "Off: `flush_all` (without a delay) is as coarse as memcached's without CAS "
+                              "(memcached -C): it flushes by the second, so a value stored in the same second "
+                              "after it is lost (answered as stored, then never found). On: a flush orders "
+                              "exactly against the stores around it. CAS tokens are kept and served either way. "
+                              "For memcached's tests; the imprecision is memcached's, not the cache's.",
+               .field = SERVER_FIELD(c.use_cas)},
           },
       .wholeFloats = true,  // the server always took 1e4 for a count
   };

@@ -26,6 +26,7 @@ struct ServerConfig {
   bool flush_all_enabled = true;      // false: flush_all is refused (memcached -F)
   uint32_t reqs_per_event = 0;        // requests per wake-up before a connection gives way; 0 = no limit
   bool debug_commands = false;        // accept `debugtime` (memcached-debug's clock shift), tests only
+  bool use_cas = true;                // false: memcached -C's whole-second flush_all (see server_config.cc)
 
   // Parse the "server" object of a whole config document (absent: defaults);
   // throws ConfigError.

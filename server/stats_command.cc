@@ -115,6 +115,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
       stat(p + "total_pages", k.slabs);
       stat(p + "used_chunks", k.items);
       stat(p + "free_chunks", k.free_slots);
+      stat(p + "mem_requested", k.requested_bytes);
       stat(p + "evictions", k.evictions + k.background_evictions);
       active += k.slabs ? 1 : 0;
       total += k.slabs * cache_.config().slab_size;
@@ -126,6 +127,8 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
       std::string p = "items:" + std::to_string(classNumber(k)) + ":";
       stat(p + "number", k.items);
       stat(p + "evicted", k.evictions + k.background_evictions);
+      stat(p + "reclaimed", k.reclaimed);
+      stat(p + "mem_requested", k.requested_bytes);
       stat(p + "demoted", k.demotions);
       stat(p + "promoted", k.promotions);
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allocator/cache.h"
+#include "allocator/item.h"
 #include "test_util.h"
 
 namespace tiercache {
@@ -176,6 +177,88 @@ TEST(CounterTable, AFailedAllocationIsAnAttemptWithoutASuccess) {
   EXPECT_EQ(s.alloc_attempts, stored + 1);
   pins.clear();
   EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// memcached's mem_requested and per-class reclaimed: a class's
+// requested_bytes is the header, key and value bytes of its published
+// items, moved by every set, replace, remove and eviction; reclaimed counts
+// its dead items taken back.
+uint64_t requestedOf(const CacheStats& s, uint32_t tier, uint32_t cls) {
+  for (const ClassStats& k : s.classes) {
+    if (k.tier == tier && k.class_id == cls) return k.requested_bytes;
+  }
+  return 0;
+}
+
+TEST(ClassCounters, RequestedBytesFollowSetsReplacesRemovesAndEvictions) {
+  test::ManualClock clock;
+  CacheHooks hooks;
+  hooks.clock = [&clock] { return clock.now(); };
+  CacheConfig cfg = test::smallDramConfig(4 << 20);
+  cfg.reaper.enabled = false;
+  Cache cache(cfg, hooks);
+  auto size = [](size_t key, size_t value) { return Item::totalSize(key, value); };
+  // One class (values 100..110 with 5-byte keys fit the same one).
+  ASSERT_TRUE(cache.set("key:1", std::string(100, 'a')));
+  CacheStats s = cache.stats();
+  ASSERT_EQ(s.classes.size(), 1u);
+  const uint32_t cls = s.classes[0].class_id;
+  EXPECT_EQ(requestedOf(s, 0, cls), size(5, 100));
+  ASSERT_TRUE(cache.set("key:2", std::string(110, 'b')));
+  EXPECT_EQ(requestedOf(cache.stats(), 0, cls), size(5, 100) + size(5, 110));
+  // A replace by a shorter value (in place or not) counts the new size only.
+  ASSERT_TRUE(cache.set("key:1", std::string(104, 'c')));
+  ASSERT_EQ(cache.stats().classes.size(), 1u);
+  EXPECT_EQ(requestedOf(cache.stats(), 0, cls), size(5, 104) + size(5, 110));
+  ASSERT_TRUE(cache.remove("key:2"));
+  EXPECT_EQ(requestedOf(cache.stats(), 0, cls), size(5, 104));
+  // Expired, then reclaimed by a read: off the requested bytes, one reclaimed.
+  ASSERT_TRUE(cache.set("key:3", std::string(100, 'd'), std::chrono::seconds(10)));
+  EXPECT_EQ(requestedOf(cache.stats(), 0, cls), size(5, 104) + size(5, 100));
+  EXPECT_EQ(cache.stats().classes[0].reclaimed, 0u);
+  clock.advance(std::chrono::seconds(20));
+  EXPECT_FALSE(cache.find("key:3"));
+  s = cache.stats();
+  EXPECT_EQ(requestedOf(s, 0, cls), size(5, 104));
+  EXPECT_EQ(s.classes[0].reclaimed, 1u);
+  // An expired key written again: the dead copy is reclaimed by the set.
+  ASSERT_TRUE(cache.set("key:4", std::string(100, 'e'), std::chrono::seconds(10)));
+  clock.advance(std::chrono::seconds(20));
+  ASSERT_TRUE(cache.set("key:4", std::string(101, 'f')));
+  s = cache.stats();
+  EXPECT_EQ(requestedOf(s, 0, cls), size(5, 104) + size(5, 101));
+  EXPECT_EQ(s.classes[0].reclaimed, 2u);
+  ASSERT_TRUE(cache.remove("key:1"));
+  ASSERT_TRUE(cache.remove("key:4"));
+  EXPECT_EQ(requestedOf(cache.stats(), 0, cls), 0u);
+}
+
+TEST(ClassCounters, RequestedBytesStayExactThroughEviction) {
+  CacheConfig cfg = test::smallDramConfig(4 << 20);
+  cfg.background_eviction.enabled = false;  // quiet at the snapshot
+  Cache cache(cfg);
+  const std::string value(500, 'v');
+  const int n = 40000;  // many times what 4 MiB holds: most are evicted
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(cache.set("key:" + std::to_string(100000 + i), value));
+  const CacheStats s = cache.stats();
+  ASSERT_GT(s.evictions + s.background_evictions, 0u);
+  uint64_t requested = 0;
+  for (const ClassStats& k : s.classes) requested += k.requested_bytes;
+  EXPECT_EQ(requested, s.items * Item::totalSize(10, 500));
+  EXPECT_LT(s.items, uint64_t(n));
+}
+
+// Demotions move an item's bytes from its DRAM class to its PMEM class.
+TEST(ClassCounters, RequestedBytesFollowDemotions) {
+  CacheConfig cfg = smallTwoTierConfig();
+  cfg.background_eviction.enabled = false;
+  Cache cache(cfg);
+  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(cache.set("key:" + std::to_string(100000 + i), std::string(500, 'v')));
+  const CacheStats s = cache.stats();
+  ASSERT_GT(s.demotions, 0u);
+  for (const ClassStats& k : s.classes) {
+    EXPECT_EQ(k.requested_bytes, k.items * Item::totalSize(10, 500)) << k.tier << ":" << k.class_id;
+  }
 }
 
 }  // namespace

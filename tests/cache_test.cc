@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "allocator/cache.h"
@@ -39,6 +40,35 @@ TEST_P(CacheTest, SetThenGetReturnsValueByteForByte) {
   EXPECT_EQ(cache.get("k1"), binary);
   EXPECT_EQ(cache.get("k2"), "hello");
   EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// The server's mg h and l: the fetched bit through handles (a find does
+// not set it, markFetched does, a set starts a new item unfetched) and the
+// idle time the policy records (LRU only; -1 elsewhere).
+TEST_P(CacheTest, FetchedBitAndIdleTimeThroughHandles) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", "v1"));
+  {
+    ReadHandle h = cache.find("k");
+    ASSERT_TRUE(h);
+    EXPECT_FALSE(h.fetched());
+    EXPECT_FALSE(h.markFetched());
+    EXPECT_TRUE(h.markFetched());
+  }
+  EXPECT_TRUE(cache.peek("k").fetched());
+  ASSERT_TRUE(cache.set("k", "v2"));
+  EXPECT_FALSE(cache.peek("k").fetched());
+  const bool lru = GetParam().rfind("lru", 0) == 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const int64_t idle = cache.peek("k").idleMs();
+  if (lru) {
+    EXPECT_GE(idle, 40);
+    EXPECT_LT(idle, 10'000);
+    (void)cache.find("k");  // exact LRU until the first eviction: the stamp moves
+    EXPECT_LT(cache.peek("k").idleMs(), 40);
+  } else {
+    EXPECT_EQ(idle, -1);
+  }
 }
 
 TEST_P(CacheTest, MissReturnsNulloptAndCountsGets) {

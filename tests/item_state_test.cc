@@ -53,6 +53,31 @@ TEST(ItemState, InitHoldsOneReferenceUnpublishedWithEmptyMeta) {
   EXPECT_EQ(s->chainNext(), CompressedRef::kNull);
 }
 
+// memcached's fetched bit (the server's mg h): set once by a pinned
+// reader, only its own bit; cleared by an in-place rewrite and a reuse of
+// the slot, kept by a move's copy.
+TEST(ItemState, FetchedBitIsSetOnceClearedByRewriteAndReuseKeptByMoves) {
+  Slot s;
+  s->init("k", 1);
+  s->state.fetch_or(kA);  // published; init's reference is the reader's pin
+  EXPECT_FALSE(s->fetched());
+  EXPECT_FALSE(s->markFetched());  // not fetched before
+  EXPECT_EQ(s.state(), kA | Item::kFetched | 1);
+  EXPECT_TRUE(s->markFetched());
+  EXPECT_EQ(s.state(), kA | Item::kFetched | 1);
+  Slot copy;
+  copy->init("k", 1);
+  copy->copyMetaFrom(*s);
+  EXPECT_EQ(copy.state(), Item::kFetched | 1);
+  EXPECT_FALSE(s->releaseRef());
+  ASSERT_TRUE(s->tryMarkExclusive());  // an in-place rewrite's claim
+  s->endRewrite();
+  EXPECT_EQ(s.state(), kA);
+  EXPECT_FALSE(s->fetched());
+  copy->init("k", 1);  // the slot reused
+  EXPECT_EQ(copy.state(), 1u);
+}
+
 TEST(ItemState, PinsCountUpAndDownAroundPublishedItem) {
   Slot s;
   s->init("k", 1);

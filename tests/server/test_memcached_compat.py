@@ -180,6 +180,69 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"set rk 0 0 1\r\n1\r\n"), b"STORED\r\n")
             self.assertEqual(stat(server, "reclaimed"), 1)
 
+    def test_mem_requested_and_class_reclaimed(self):
+        # memcached's t/issue_42.t and t/issue_163.t: per class, the bytes its items
+        # take (48-byte header + key + value here) in stats slabs and stats items,
+        # and its dead items taken back in stats items.
+        cfg = base_config(threads=1, debug_commands=True)
+        cfg["allocation"].update({"min_size": 96, "growth_factor": 1.25})
+        with Server(config=cfg) as server, server.connect() as s:
+            def slab_stat(kind, name):
+                reply = request(s, b"stats %s\r\n" % kind.encode(), b"END\r\n").decode()
+                m = re.search(r"STAT %s (\d+)\r\n" % re.escape(name), reply)
+                return int(m.group(1)) if m else None
+            for i in range(10):
+                self.assertEqual(request(s, b"set key%d 0 0 10\r\nBBBBBBBBBB\r\n" % i), b"STORED\r\n")
+            self.assertEqual(slab_stat("items", "items:1:mem_requested"), 10 * (48 + 4 + 10))
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 10 * (48 + 4 + 10))
+            self.assertEqual(slab_stat("items", "items:1:reclaimed"), 0)
+            self.assertEqual(request(s, b"set key0 0 1 10\r\nBBBBBBBBBB\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"debugtime 2\r\n"), b"OK\r\n")
+            self.assertEqual(request(s, b"set key0 0 0 12\r\nBBBBBBBBBBBB\r\n"), b"STORED\r\n")
+            self.assertEqual(slab_stat("items", "items:1:reclaimed"), 1)
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 10 * (48 + 4 + 10) + 2)
+            for i in range(10):
+                self.assertEqual(request(s, b"delete key%d\r\n" % i), b"DELETED\r\n")
+            self.assertEqual(slab_stat("slabs", "1:mem_requested"), 0)
+
+    def test_meta_get_hit_before_no_bump_and_last_access(self):
+        # memcached's t/metaget.t: h is whether the item was read before this
+        # request (any get reads it), u reads without marking it, l is the
+        # seconds since the last access; a new set starts unfetched.
+        with Server(threads=1) as server, server.connect() as s:
+            self.assertEqual(request(s, b"ms hf 3 T100\r\nhit\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg hf s u h\r\n"), b"HD s3 h0\r\n")
+            self.assertEqual(request(s, b"mg hf s h\r\n"), b"HD s3 h0\r\n")
+            self.assertEqual(request(s, b"mg hf h u\r\n"), b"HD h1\r\n")
+            self.assertEqual(request(s, b"ms hf 3 T100\r\nhit\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"get hf\r\n", b"END\r\n"), b"VALUE hf 0 3\r\nhit\r\nEND\r\n")
+            self.assertEqual(request(s, b"mg hf h\r\n"), b"HD h1\r\n")
+            self.assertEqual(request(s, b"ms la 2 T100\r\nla\r\n"), b"HD\r\n")
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l0\r\n")
+            time.sleep(1.1)
+            self.assertEqual(request(s, b"mg la l u\r\n"), b"HD l1\r\n")
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l1\r\n")  # as it was before this read
+            self.assertEqual(request(s, b"mg la l\r\n"), b"HD l0\r\n")
+
+    def test_without_cas_a_flush_is_whole_seconds(self):
+        # memcached -C (t/flush-all.t's last check): flush_all goes by the second, so a
+        # value stored in the same second after it is lost; with CAS (the default) the
+        # flush orders exactly and the value stays.
+        for use_cas, expect in ((True, b"VALUE f 0 3\r\nnew\r\nEND\r\n"), (False, b"END\r\n")):
+            with Server(threads=1, use_cas=use_cas) as server, server.connect() as s:
+                for _ in range(5):  # the same second, unless it turned in between: try again
+                    start = int(time.time())
+                    self.assertEqual(request(s, b"flush_all 0\r\n"), b"OK\r\n")
+                    self.assertEqual(request(s, b"set f 0 0 3\r\nnew\r\n"), b"STORED\r\n")
+                    got = request(s, b"get f\r\n", b"END\r\n")
+                    if int(time.time()) == start:
+                        break
+                self.assertEqual(got, expect, use_cas)
+                # A second later stores stick again; a delayed flush is unchanged.
+                time.sleep(1.05)
+                self.assertEqual(request(s, b"set f 0 0 3\r\nnew\r\n"), b"STORED\r\n")
+                self.assertEqual(request(s, b"get f\r\n", b"END\r\n"), b"VALUE f 0 3\r\nnew\r\nEND\r\n")
+
     def test_stats_reset_zeroes_counters_not_gauges(self):
         with Server(threads=1) as server, server.connect() as s:
             self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
