@@ -356,7 +356,8 @@ WriteHandle Cache::filledForSet(std::string_view key, std::string_view value, Tt
     counters_->set_failures.add();
     return h;
   }
-  std::memcpy(h.data(), value.data(), value.size());  // the chain head loads meanwhile (allocateIn)
+  // An empty view may have a null data(), which memcpy must not get.
+  if (!value.empty()) std::memcpy(h.data(), value.data(), value.size());  // the chain head loads meanwhile
   return h;
 }
 
@@ -447,7 +448,7 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, AllocationClass&
         it.setValueSize(static_cast<uint32_t>(value.size()));
         it.setDeadline(expiry);
         it.flags = flags;
-        std::memcpy(it.valueData(), value.data(), value.size());
+        if (!value.empty()) std::memcpy(it.valueData(), value.data(), value.size());
       });
   // An older copy on flash would come back once this one leaves memory.
   if (ref && flash_) flash_->store().remove(key);

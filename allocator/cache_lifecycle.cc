@@ -204,7 +204,7 @@ CasResult Cache::compareAndSwap(std::string_view key, uint64_t casToken, std::st
     if (!cur) return CasResult::kNotFound;
     return cur.casToken() == casToken ? CasResult::kNotStored : CasResult::kExists;
   }
-  std::memcpy(h.data(), value.data(), value.size());
+  if (!value.empty()) std::memcpy(h.data(), value.data(), value.size());
   return compareAndSwap(std::move(h), casToken);
 }
 
@@ -230,7 +230,7 @@ CasResult Cache::rewriteLive(std::string_view key, uint64_t token, const std::st
     WriteHandle w =
         config_.persistence.durable_sets ? allocateDurable(key, v.size(), hashKey(key)) : allocate(pool, key, v.size());
     if (!w) return CasResult::kNotStored;
-    std::memcpy(w.data(), v.data(), v.size());
+    if (!v.empty()) std::memcpy(w.data(), v.data(), v.size());
     w.item()->flags = cur.item()->flags;
     w.item()->expiry = deadline ? *deadline : cur.item()->expiry;
     InsertCondition c;

@@ -151,6 +151,24 @@ TEST(Lifecycle, ExpiredItemIsNeverServedInRealTime) {
   EXPECT_EQ(*cache.get("long"), "w");
 }
 
+TEST(Lifecycle, EmptyValuesFromANullViewAreStored) {
+  // std::string_view() has a null data(): set, add, CAS and rewrites must
+  // not hand it to memcpy (UBSan: "null pointer passed as argument 2"; the
+  // server's mg N vivifies keys this way).
+  Cache cache(test::smallDramConfig(4 << 20));
+  ASSERT_TRUE(cache.set("s", std::string_view()));
+  ASSERT_TRUE(cache.add("a", std::string_view()));
+  ASSERT_EQ(cache.get("a"), std::optional<std::string>(""));
+  ReadHandle h = cache.peek("s");
+  ASSERT_TRUE(h);
+  const uint64_t token = h.casToken();
+  h.reset();
+  EXPECT_EQ(cache.updateValue("s", token, std::string_view()), CasResult::kStored);
+  EXPECT_TRUE(cache.touch("s", std::chrono::seconds(10)));
+  EXPECT_EQ(cache.get("s"), std::optional<std::string>(""));
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST(Lifecycle, AddStoresOnlyOverAbsentOrExpired) {
   ManualClock clock;
   CallbackLog log;
