@@ -4,7 +4,8 @@
 // lines at '\n' and each line parsed. Beyond "no crash, no UB, no leak"
 // (ASan+UBSan), every result is checked against the parser's contract: keys
 // are 1..250 bytes without control characters and point into the line; an
-// error has a reply line and never asks to swallow more than a value of the
+// error has a reply line (or, for an HTTP request line, is silent and
+// closes the connection) and never asks to swallow more than a value of the
 // largest length the protocol allows; a storage command says how many
 // value bytes follow.
 #include <cstddef>
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (line.size() > maxLineLength(line)) continue;  // the connection refuses such lines before parsing
     ParseResult p = parseLine(line, r, options);
     if (p.status == ParseResult::kError) {
-      check(!p.error.empty());
+      check(!p.error.empty() || (p.silent && p.close));
       check(p.swallow <= uint64_t{INT32_MAX});
       continue;
     }
