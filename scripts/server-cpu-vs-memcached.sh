@@ -23,7 +23,14 @@
 # is not a result).
 # Env: DRAM_MB (64), SECONDS_PER_RUN (10), WARMUP_SECONDS (4), CONNECTIONS (50),
 # VALUE_SIZE (512), KEY_SIZE (64; memcaslap only), TIERCACHE_SERVER, MEMCACHED, MEMCASLAP, MEMTIER,
-# LOCK (a file to hold with flock -x for each round, e.g. /tmp/tc-cpu.lock).
+# LOCK (a file to hold with flock -x for each round, e.g. /tmp/tc-cpu.lock),
+# PMEM_DIR (where the emulated-PMEM tier's file goes; default: as root, a
+# tmpfs mounted with huge=within_size for the run, as docs/configuration.md
+# asks of an emulated tier - /dev/shm here maps 4 KiB pages and misses the
+# TLB on most reads; otherwise /dev/shm),
+# PROMOTION (0: the library's default, off; 1: promote items hit twice in the
+# PMEM tier - it buys nothing here, where the emulated tier costs what DRAM
+# costs, and under uniform keys every promotion is paid for with a demotion).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +46,7 @@ mc_bin="${MEMCACHED:-/usr/bin/memcached}"
 slap="${MEMCASLAP:-/usr/bin/memcaslap}"
 memtier="${MEMTIER:-}"
 lock="${LOCK:-}"
+promotion="${PROMOTION:-0}"
 client=$slap
 [[ -n "$memtier" ]] && client=$memtier
 for b in "$tc_bin" "$mc_bin" "$client"; do
@@ -46,11 +54,20 @@ for b in "$tc_bin" "$mc_bin" "$client"; do
 done
 work=$(mktemp -d /tmp/tiercache-cpu-vs-memcached.XXXXXX)
 pid=""
+pmem_dir="${PMEM_DIR:-}"
 cleanup() {
   [[ -n "$pid" ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  mountpoint -q "$work/pmem" 2>/dev/null && umount "$work/pmem"
   rm -rf "$work"
 }
 trap cleanup EXIT
+if [[ -z "$pmem_dir" ]]; then
+  pmem_dir=/dev/shm
+  if [[ $EUID -eq 0 ]] && mkdir -p "$work/pmem" &&
+     mount -t tmpfs -o "huge=within_size,size=$((dram_mb * 4 + 64))M" tiercache-pmem "$work/pmem" 2>/dev/null; then
+    pmem_dir="$work/pmem"
+  fi
+fi
 
 # Window keys per connection: item ~ 48 B header + key + value on both servers.
 # memcaslap takes the window in units of k (1024 keys; a bare number is refused).
@@ -79,7 +96,7 @@ source "$root/scripts/lib/server-bench.sh"
 
 tiercache_config() {  # tiercache_config PMEM_MB
   local pmem=""
-  [[ "$1" -gt 0 ]] && pmem=", {\"name\": \"pmem\", \"kind\": \"pmem-file\", \"size\": \"$1MiB\", \"path\": \"/dev/shm\"}"
+  [[ "$1" -gt 0 ]] && pmem=", {\"name\": \"pmem\", \"kind\": \"pmem-file\", \"size\": \"$1MiB\", \"path\": \"$pmem_dir\"}"
   cat >"$work/tc.json" <<JSON
 {
   "slab_size": "1MiB",
@@ -87,7 +104,7 @@ tiercache_config() {  # tiercache_config PMEM_MB
   "allocation": {"min_size": 64, "max_size": "1MiB", "growth_factor": 1.25},
   "index": {"bucket_power": 21},
   "background_eviction": {"enabled": true, "threads": 1},
-  "promotion": {"enabled": $([[ "$1" -gt 0 ]] && echo true || echo false), "hits": 2},
+  "promotion": {"enabled": $([[ "$1" -gt 0 && "$promotion" == 1 ]] && echo true || echo false), "hits": 2},
   "server": {"threads": 1, "max_item_size": "512KiB", "max_conns": 1024}
 }
 JSON
@@ -170,7 +187,7 @@ syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loa
 
 echo "=== server-cpu-vs-memcached: $(basename "$client"), DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
      "${ksize} B keys, ${vsize} B values, 1:10 set:get, ${secs} s per run after ${warm} s warm-up, ${rounds} alternating rounds"
-echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier)"
+echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier in $pmem_dir)"
 results="$work/results.txt"
 if [[ -n "$memtier" ]]; then
   fits_win=$fits_keys big_win=$big_keys
