@@ -14,7 +14,8 @@
 # FILL x SIZE item bytes, then random lookups by QD threads for each QD:
 # a lookup is one synchronous read, so QD threads keep QD reads in flight),
 # which gives items/s, write amplification (device bytes / item bytes) and
-# lookups/s, also compared with fio's IOPS at the same QD.
+# lookups/s, also compared with fio's IOPS at the same QD; for QD > 1 also
+# one thread's lookupMany batches of QD keys (QD reads in one submission).
 # The file is laid out (written whole) by fio first, so no read hits a hole.
 # It lives on a real disk (DIR, default /var/tmp), not tmpfs: O_DIRECT and
 # the device are the point.
@@ -93,15 +94,20 @@ round() {
   out=$("$bench" write --file "$file" --size "$size_b" --seconds "$secs" --qd "$write_qd" --region-size "$region_b")
   echo "$out" >>"$work/raw"
   echo "ours_write_mb_s $(kv mb_s <<<"$out")" >>"$work/results"
+  # Synchronous lookups by QD threads, then (QD > 1) one thread's lookupMany
+  # of QD keys at a time: the batched path findMany and the server use.
+  local runs=${qds// /,}
+  for qd in $qds; do ((qd > 1)) && runs+=",1x$qd"; done
   out=$("$bench" store --file "$file" --size "$size_b" --seconds "$secs" --qd "$store_qd" \
-    --region-size "$region_b" --value-size "$vsize" --fill "$fill" --threads "${qds// /,}")
+    --region-size "$region_b" --value-size "$vsize" --fill "$fill" --threads "$runs")
   echo "$out" >>"$work/raw"
   {
     echo "store_items_s $(head -1 <<<"$out" | kv items_s)"
     echo "store_device_mb_s $(head -1 <<<"$out" | kv device_mb_s)"
     echo "store_write_amp $(head -1 <<<"$out" | kv write_amp)"
     for qd in $qds; do
-      echo "store_lookups_qd$qd $(grep "threads=$qd " <<<"$out" | kv lookups_s)"
+      echo "store_lookups_qd$qd $(grep "threads=$qd batch=1 " <<<"$out" | kv lookups_s)"
+      ((qd > 1)) && echo "store_batched_qd$qd $(grep "threads=1 batch=$qd " <<<"$out" | kv lookups_s)"
     done
   } >>"$work/results"
 }
@@ -132,6 +138,9 @@ print(f"{'seq write MB/s':<28}{f:>14.1f}{o:>14.1f}{o / f:>9.2f}x")
 for qd in sys.argv[2].split():
     f, o = med[f"fio_read_qd{qd}"], med[f"store_lookups_qd{qd}"]
     print(f"{'store lookups/s, ' + qd + ' thr':<28}{f:>14.0f}{o:>14.0f}{o / f:>9.2f}x")
+    if f"store_batched_qd{qd}" in med:
+        o = med[f"store_batched_qd{qd}"]
+        print(f"{'store lookupMany x' + qd + ', 1 thr':<28}{f:>14.0f}{o:>14.0f}{o / f:>9.2f}x")
 f, o = med["fio_write_mb_s"], med["store_device_mb_s"]
 print(f"{'store fill, device MB/s':<28}{f:>14.1f}{o:>14.1f}{o / f:>9.2f}x")
 print(f"store fill ({sys.argv[3]}-byte values): {med['store_items_s']:.0f} inserts/s, "

@@ -13,10 +13,12 @@
 //          [--value-size 1000] [--fill 1.5] [--threads qd[,n...]]
 //       a FlashStore on F: inserts distinct keys until fill x size item bytes
 //       were admitted (so regions wrap and are reclaimed), then for each
-//       count in `threads`, that many threads look up keys still present for
-//       `seconds` (a lookup is one synchronous read: threads = reads in flight). Prints insert
-//       rate, device write MB/s, write amplification (device bytes written /
-//       key+value bytes admitted), lookups/s and device reads/s.
+//       entry of `threads`, T or TxB, T threads look up keys still present for
+//       `seconds`: one synchronous lookup at a time (T reads in flight), or
+//       with xB lookupMany of B keys at a time (T x B in flight, one
+//       submission per batch). Prints insert rate, device write MB/s, write
+//       amplification (device bytes written / key+value bytes admitted),
+//       lookups/s and device reads/s.
 //   Every mode takes --engine auto|io_uring|threads (default io_uring).
 //
 // Output: one line of key=value pairs per result. Exit 2 on a bad argument
@@ -28,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -58,7 +61,11 @@ struct Options {
   uint32_t bs = 4096;
   uint32_t valueSize = 1000;
   double fill = 1.5;
-  std::vector<uint32_t> threads;  // empty: {qd}
+  struct LookupRun {
+    uint32_t threads;
+    uint32_t batch;  // 1: FlashStore::lookup; more: lookupMany of this many keys
+  };
+  std::vector<LookupRun> threads;  // empty: {qd x 1}
   IoEngineKind engine = IoEngineKind::kUring;
 };
 
@@ -134,7 +141,11 @@ Options parse(int argc, char** argv) {
       size_t pos = 0;
       for (;;) {
         const size_t comma = v.find(',', pos);
-        o.threads.push_back(parseCount(k, v.substr(pos, comma - pos), 1024));
+        const std::string one = v.substr(pos, comma - pos);
+        const size_t x = one.find('x');
+        const uint32_t batch = x == std::string::npos ? 1 : parseCount(k, one.substr(x + 1), 1024);
+        const uint32_t threads = parseCount(k, one.substr(0, x), 1024);
+        o.threads.push_back({threads, batch});
         if (comma == std::string::npos) break;
         pos = comma + 1;
       }
@@ -158,7 +169,7 @@ Options parse(int argc, char** argv) {
   if (o.regionSize < (64u << 10) || o.regionSize % a != 0 || a + 2 * o.regionSize > o.size) {
     throw BadArg("--region-size: must be a multiple of 4 KiB, >= 64 KiB, two of them within --size");
   }
-  if (o.threads.empty()) o.threads.push_back(o.qd);
+  if (o.threads.empty()) o.threads.push_back({o.qd, 1});
   return o;
 }
 
@@ -299,7 +310,7 @@ int storeMode(const Options& o) {
   const uint64_t perRegion = o.regionSize / (FlashStore::kEntryHeader + 32 + o.valueSize);
   const uint64_t lo = n - std::min(n, present), hi = n - std::min(n - lo, perRegion);
   if (hi <= lo) throw std::runtime_error("store: too few items on the device to read; raise --size or --fill");
-  for (const uint32_t threads : o.threads) {
+  for (const auto [threads, batch] : o.threads) {
     const uint64_t reads0 = c.reads.load(), hits0 = c.hits.load(), misses0 = c.misses.load();
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> lookups{0};
@@ -309,9 +320,18 @@ int storeMode(const Options& o) {
       pool.emplace_back([&, t] {
         std::mt19937_64 rng(t + 7);
         uint64_t mine = 0;
+        std::vector<std::string> keys(batch);
+        std::vector<std::string_view> views(batch);
+        std::vector<std::optional<tiercache::FlashItem>> out(batch);
+        std::vector<tiercache::FlashLoc> where(batch);
         while (!stop.load(std::memory_order_relaxed)) {
-          store.lookup(keyOf(lo + rng() % (hi - lo)));
-          ++mine;
+          if (batch == 1) {
+            store.lookup(keyOf(lo + rng() % (hi - lo)));
+          } else {
+            for (uint32_t i = 0; i < batch; ++i) views[i] = keys[i] = keyOf(lo + rng() % (hi - lo));
+            store.lookupMany(views, out, where);
+          }
+          mine += batch;
         }
         lookups.fetch_add(mine);
       });
@@ -322,9 +342,9 @@ int storeMode(const Options& o) {
     const double rsecs = secondsSince(t1);
     const uint64_t reads = c.reads.load() - reads0, hits = c.hits.load() - hits0, misses = c.misses.load() - misses0;
     std::printf(
-        "mode=store-read engine=%s threads=%u seconds=%.2f lookups=%llu lookups_s=%.0f device_reads_s=%.0f "
-        "hits=%llu misses=%llu\n",
-        store.engineName(), threads, rsecs, static_cast<unsigned long long>(lookups.load()),
+        "mode=store-read engine=%s threads=%u batch=%u seconds=%.2f lookups=%llu lookups_s=%.0f "
+        "device_reads_s=%.0f hits=%llu misses=%llu\n",
+        store.engineName(), threads, batch, rsecs, static_cast<unsigned long long>(lookups.load()),
         double(lookups.load()) / rsecs, double(reads) / rsecs, static_cast<unsigned long long>(hits),
         static_cast<unsigned long long>(misses));
     std::fflush(stdout);
@@ -338,7 +358,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: %s write|read|store --file PATH [--size 2GiB] [--seconds 10] [--qd 32]\n"
       "         [--engine auto|io_uring|threads] [--region-size 16MiB] [--bs 4096]\n"
-      "         [--value-size 1000] [--fill 1.5] [--threads QD[,N...]]\n";
+      "         [--value-size 1000] [--fill 1.5] [--threads QD[,T|TxB...]]\n";
   if (argc < 2) {
     std::fprintf(stderr, usage, argv[0]);
     return 2;

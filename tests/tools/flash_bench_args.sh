@@ -31,6 +31,8 @@ expect_error "--seconds: missing value" read --file "$f" --seconds
 expect_error "--engine: 'aio' is not auto, io_uring or threads" read --file "$f" --engine aio
 expect_error "--region-size: must be a multiple of 4 KiB" write --file "$f" --size 1MiB --region-size 1MiB
 expect_error "--threads: not a positive number: ''" store --file "$f" --threads 1,,2
+expect_error "--threads: not a positive number: '0'" store --file "$f" --threads 1,1x0
+expect_error "--threads: not a whole number in 1..1024: '4000'" store --file "$f" --threads 4000x2
 expect_error "unknown option --depth" read --file "$f" --depth 4
 [[ -e "$f" ]] && { echo "FAIL: a rejected command created $f"; failed=1; }
 
@@ -46,7 +48,11 @@ expect_line() {
 small=(--file "$f" --size 2MiB --region-size 256KiB --seconds 0.05 --qd 4 --engine auto)
 expect_line "mode=write .* mb_s=" write "${small[@]}"
 expect_line "mode=read .* iops=" read "${small[@]}"
-expect_line "mode=store-read .*threads=2 " store "${small[@]}" --value-size 200 --threads 1,2
+expect_line "mode=store-read .*threads=2 batch=1 " store "${small[@]}" --value-size 200 --threads 1,2,1x4
+grep -q "mode=store-read .*threads=1 batch=4 .*lookups=[1-9]" "$work/out" || {
+  echo "FAIL: no batched lookups: $(cat "$work/out")"
+  failed=1
+}
 grep -q "mode=store-fill .*write_amp=1\.[0-9]" "$work/out" || { echo "FAIL: no write_amp: $(cat "$work/out")"; failed=1; }
 [[ $failed -eq 0 ]] && echo "flash_bench_args: ok"
 exit $failed
