@@ -168,6 +168,12 @@ class AccessIndex {
   // Batched lookups: prefetch the bucket slot, then (an unchecked read,
   // only a hint) the first item of its chain.
   void prefetchBucket(uint64_t hash) const { __builtin_prefetch(buckets_ + kBucketBytes * bucketOf(hash)); }
+  // A lookup's first lines: the bucket slot and its stripe's sequence number.
+  void prefetchLookup(uint64_t hash) const {
+    const uint64_t b = bucketOf(hash);
+    __builtin_prefetch(buckets_ + kBucketBytes * b);
+    __builtin_prefetch(&stripes_[b & stripeMask_]);
+  }
   void prefetchChainHead(uint64_t hash) const;
   // Walks buckets [begin, end): pins every live item (for iteration), or
   // unlinks and pins every dead one (the reaper; items a slab release has

@@ -188,6 +188,14 @@ uint64_t Cache::pinsOutstandingAtDestruction() { return gPinsAtDestruction.load(
 
 uint64_t Cache::hashKey(std::string_view key) const { return hooks_.hash(key); }
 
+uint64_t Cache::prefetchIndex(std::string_view key) const {
+  const uint64_t hash = hashKey(key);
+  index_->prefetchLookup(hash);
+  return hash;
+}
+
+void Cache::prefetchItem(uint64_t token) const { index_->prefetchChainHead(token); }
+
 size_t Cache::poolCount() const { return allocs_.front()->poolCount(); }
 size_t Cache::tierCount() const { return tiers_.size(); }
 

@@ -177,6 +177,15 @@ class Cache final : private ItemFate {
   // that miss memory are read from flash in one batch, in parallel (it
   // blocks until they are done).
   std::vector<ReadHandle> findMany(std::span<const std::string_view> keys);
+  // Lookahead for a caller that serves many keys one call at a time (a
+  // server worker with many ready connections): prefetchIndex(key) starts
+  // loading the key's index bucket and returns a token; prefetchItem(token),
+  // called once the other keys' buckets were asked for too, starts loading
+  // the item the bucket names, so the next lookups' cache misses overlap
+  // instead of following one another. Hints only: no lock, no change, no
+  // check (a stale bucket makes the second prefetch useless, not wrong).
+  uint64_t prefetchIndex(std::string_view key) const;
+  void prefetchItem(uint64_t token) const;
   // Lookups that do not wait for flash. cb(i, handle) runs exactly once for
   // each keys[i] (handle empty on a miss), as find would return it:
   //  - on the calling thread, before the call returns, for every key found

@@ -114,6 +114,9 @@ class CommandHandler {
  public:
   CommandHandler(Cache& cache, const ServerConfig& config, ServerState& state);
 
+  // The cache, for lookahead hints (Cache::prefetchIndex) only.
+  const Cache& cache() const { return cache_; }
+
   // Any request that carries no value. With `flash` (configs with a flash
   // store), an mg whose key may be on flash does not wait for it: it returns
   // with flash->inFlight(), and is executed again with the same request

@@ -80,6 +80,70 @@ class MultigetOutput(unittest.TestCase):
                 c.close()
 
 
+class ReadsOfOnePass(unittest.TestCase):
+    """Requests read in one pass of a worker's loop are answered after it
+    (server.cc, runDeferred): each connection still gets its own replies,
+    in order, whatever else arrived in the same pass."""
+
+    def test_many_connections_sending_at_once_get_their_own_values(self):
+        with Server(threads=1) as server:
+            rounds, conns = 20, 48
+            values = {b"k%d" % i: os.urandom(100 + 37 * i) for i in range(conns)}
+            with server.connect() as s:
+                for k, v in values.items():
+                    self.assertEqual(request(s, b"set %s 0 0 %d\r\n" % (k, len(v)) + v + b"\r\n"), b"STORED\r\n")
+            socks = [server.connect() for _ in range(conns)]
+            try:
+                for r in range(rounds):
+                    want = []
+                    for i, c in enumerate(socks):
+                        k = b"k%d" % ((i + r) % conns)
+                        v = values[k]
+                        kind = (i + r) % 6
+                        if kind == 0:  # a set: its value lands in the same pass
+                            v = os.urandom(len(v))
+                            values[k] = v
+                            c.sendall(b"set %s 0 0 %d\r\n" % (k, len(v)) + v + b"\r\n")
+                            want.append(b"STORED\r\n")
+                        elif kind == 1:  # two requests in one read
+                            c.sendall(b"get %s\r\nversion\r\n" % k)
+                            want.append(b"VALUE %s 0 %d\r\n" % (k, len(v)) + v + b"\r\nEND\r\nVERSION ")
+                        elif kind == 2:  # a line in two writes: the first is no whole request
+                            c.sendall(b"get " + k[:1])
+                            want.append(None)
+                        elif kind == 3:  # a miss
+                            c.sendall(b"get absent-%d\r\n" % r)
+                            want.append(b"END\r\n")
+                        elif kind == 4:  # a command whose second word is not a key
+                            c.sendall(b"stats settings\r\n")
+                            want.append(b"STAT ")
+                        else:
+                            c.sendall(b"get %s\r\n" % k)
+                            want.append(b"VALUE %s 0 %d\r\n" % (k, len(v)) + v + b"\r\nEND\r\n")
+                    for i, c in enumerate(socks):
+                        if want[i] is None:
+                            k = b"k%d" % ((i + r) % conns)
+                            c.sendall(k[1:] + b"\r\n")
+                            v = values[k]
+                            want[i] = b"VALUE %s 0 %d\r\n" % (k, len(v)) + v + b"\r\nEND\r\n"
+                    for i, c in enumerate(socks):
+                        w = want[i]
+                        if w == b"STAT ":
+                            got = recv_until(c, b"END\r\n")
+                        elif w.endswith(b"VERSION "):
+                            got = drain(c, len(w))
+                            if not got.endswith(b"\r\n"):
+                                got += recv_until(c, b"\r\n")
+                        else:
+                            got = drain(c, len(w))
+                        self.assertTrue(got.startswith(w), "round %d conn %d: %r" % (r, i, got[:80]))
+                        if not w.endswith(b" "):
+                            self.assertEqual(got, w, "round %d conn %d" % (r, i))
+            finally:
+                for c in socks:
+                    c.close()
+
+
 def stat(sock, name, args=b""):
     reply = request(sock, b"stats" + (b" " + args if args else b"") + b"\r\n", b"END\r\n")
     for line in reply.split(b"\r\n"):
