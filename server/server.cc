@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -264,7 +265,9 @@ void Worker::runDeferred() {
 bool Worker::defer(Connection* c) {
   if (c->state != Connection::State::kLine || !c->out.empty()) return false;
   const char* at = c->in.get() + c->inStart;
-  const char* eol = static_cast<const char*>(std::memchr(at, '\n', c->available()));
+  // A long line (a big multiget) gains little from one key's prefetch: it
+  // is not scanned twice.
+  const char* eol = static_cast<const char*>(std::memchr(at, '\n', std::min<size_t>(c->available(), 1024)));
   if (eol == nullptr) return false;
   // The key of almost every command is its second word (get, set, mg,
   // delete, incr, touch ...); for the others the prefetch is merely wasted.
