@@ -28,6 +28,8 @@
 # tmpfs mounted with huge=within_size for the run, as docs/configuration.md
 # asks of an emulated tier - /dev/shm here maps 4 KiB pages and misses the
 # TLB on most reads; otherwise /dev/shm),
+# BASELINE (another tiercache-server build, e.g. the parent commit's: it runs
+# beside the others in every round, and tiercache / baseline is printed too),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
 # PMEM tier - it buys nothing here, where the emulated tier costs what DRAM
 # costs, and under uniform keys every promotion is paid for with a demotion).
@@ -47,9 +49,10 @@ slap="${MEMCASLAP:-/usr/bin/memcaslap}"
 memtier="${MEMTIER:-}"
 lock="${LOCK:-}"
 promotion="${PROMOTION:-0}"
+baseline="${BASELINE:-}"
 client=$slap
 [[ -n "$memtier" ]] && client=$memtier
-for b in "$tc_bin" "$mc_bin" "$client"; do
+for b in "$tc_bin" "$mc_bin" "$client" ${baseline:+"$baseline"}; do
   [[ -x "$b" ]] || { echo "server-cpu-vs-memcached: $b missing (build tiercache-server; apt-get install memcached libmemcached-tools)" >&2; exit 1; }
 done
 work=$(mktemp -d /tmp/tiercache-cpu-vs-memcached.XXXXXX)
@@ -112,9 +115,11 @@ JSON
 
 start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
   port=$(free_port)
-  if [[ "$1" == tiercache ]]; then
+  if [[ "$1" == tiercache || "$1" == baseline ]]; then
     tiercache_config "$2"
-    "$tc_bin" --config "$work/tc.json" -p "$port" -t 1 >"$work/server.log" 2>&1 &
+    local bin=$tc_bin
+    [[ "$1" == baseline ]] && bin=$baseline
+    "$bin" --config "$work/tc.json" -p "$port" -t 1 >"$work/server.log" 2>&1 &
   else
     local as_user=()
     [[ $EUID -eq 0 ]] && as_user=(-u root)  # memcached refuses root unless told which user to be
@@ -195,8 +200,10 @@ if [[ -n "$memtier" ]]; then
 fi
 for r in $(seq "$rounds"); do
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
+  [[ -n "$baseline" ]] && run baseline fits "$fits_win" 0 | tee -a "$results"
   run tiercache fits "$fits_win" 0 | tee -a "$results"
   run memcached fits "$fits_win" 0 | tee -a "$results"
+  [[ -n "$baseline" ]] && run baseline 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
   run tiercache 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
   run memcached 4x "$big_win" 0 | tee -a "$results"
   [[ -n "$lock" ]] && exec 9>&-
@@ -216,6 +223,10 @@ print("%-5s throughput: tiercache %.0f ops/s, memcached %.0f ops/s, ratio %.3fx"
 print("%-5s hit ratio:  tiercache %.4f, memcached %.4f" % (w, med("tiercache", "hit_ratio"), med("memcached", "hit_ratio")))
 ct, cm = med("tiercache", "server_cpu_us_per_request"), med("memcached", "server_cpu_us_per_request")
 print("%-5s server CPU per request: tiercache %.2f us, memcached %.2f us, ratio %.3fx" % (w, ct, cm, ct / cm))
+if any(r["s"] == "baseline" for r in rows):
+    tb, cb = med("baseline", "ops_per_sec"), med("baseline", "server_cpu_us_per_request")
+    print("%-5s against the baseline build: throughput %.3fx, server CPU per request %.2f against %.2f us, ratio %.3fx"
+          % (w, tc / tb, ct, cb, ct / cb))
 PY
 done
 
