@@ -168,10 +168,15 @@ class AccessIndex {
   // Batched lookups: prefetch the bucket slot, then (an unchecked read,
   // only a hint) the first item of its chain.
   void prefetchBucket(uint64_t hash) const { __builtin_prefetch(buckets_ + kBucketBytes * bucketOf(hash)); }
-  // A lookup's first lines: the bucket slot and its stripe's sequence number.
+  // The same plus the stripe's sequence number, for a lookup a whole server
+  // pass away (Cache::prefetchIndex): by then the stripe's line may have
+  // left the cache. Not for findMany, whose lookups follow at once: its 16
+  // keys ran slower with the stripe prefetched too (4 of 4 alternating
+  // runs), while the server's 4x set ran 4.6% slower without it
+  // (docs/benchmarks.md).
   void prefetchLookup(uint64_t hash) const {
     const uint64_t b = bucketOf(hash);
-    __builtin_prefetch(buckets_ + kBucketBytes * b);
+    prefetchBucket(hash);
     __builtin_prefetch(&stripes_[b & stripeMask_]);
   }
   void prefetchChainHead(uint64_t hash) const;

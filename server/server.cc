@@ -63,7 +63,7 @@ void logLine(const std::string& line) {
 // (runDeferred): each read only asks for the cache lines its first key's
 // lookup will load, so one connection's index and item misses overlap the
 // others' instead of following one another (with one request per read, as
-// closed-loop clients send, they were most of the worker's own CPU).
+// closed-loop clients send, they were a third of the worker's own user time).
 
 struct Connection;
 
@@ -263,6 +263,8 @@ void Worker::runDeferred() {
 }
 
 bool Worker::defer(Connection* c) {
+  // Only between requests, with nothing owed: no write callback can run for
+  // c before runDeferred does.
   if (c->state != Connection::State::kLine || !c->out.empty()) return false;
   const char* at = c->in.get() + c->inStart;
   // A long line (a big multiget) gains little from one key's prefetch: it
