@@ -40,12 +40,14 @@ namespace {
 }
 }  // namespace
 
-CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated) {
+CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated,
+                                   HazardPins::Entry** hazard) {
   // Checked up front: the lock-free walk mostly takes no stripe lock, but
   // may fall back to it (or try it, to move the key to the front).
   TC_DCHECK(dcheck::classLocksHeldByThisThread() == 0);
+  if (hazard) *hazard = nullptr;
   CompressedRef found;
-  switch (acquireLockFree(key, hash, item, found)) {
+  switch (acquireLockFree(key, hash, item, found, hazard)) {
     case Lookup::kHit: return found;
     case Lookup::kMiss: return CompressedRef();
     case Lookup::kRetry: break;
@@ -53,8 +55,8 @@ CompressedRef AccessIndex::acquire(std::string_view key, uint64_t hash, Item*& i
   return acquireLocked(key, hash, item, saturated);
 }
 
-AccessIndex::Lookup AccessIndex::acquireLockFree(std::string_view key, uint64_t hash, Item*& item,
-                                                 CompressedRef& found) {
+AccessIndex::Lookup AccessIndex::acquireLockFree(std::string_view key, uint64_t hash, Item*& item, CompressedRef& found,
+                                                 HazardPins::Entry** hazard) {
   const uint64_t b = bucketOf(hash);
   const SeqSpinLock& lock = stripes_[b & stripeMask_].lock;
   const uint8_t tag = Item::tagOf(hash);
@@ -74,16 +76,31 @@ AccessIndex::Lookup AccessIndex::acquireLockFree(std::string_view key, uint64_t 
     const CompressedRef ref(r);
     Item* it = table_.item(ref);
     if (it->indexTag() == tag) {
-      if (!it->tryAcquirePublished()) return Lookup::kRetry;  // claimed, saturated, or unlinked since
+      HazardPins::Entry* const h = hazard ? HazardPins::protect(it) : nullptr;
+      if (h) {
+        // A hazard pin (hazard_pins.h) holds if the item is still published
+        // and unclaimed after the entry is set.
+        const uint32_t s = it->state.load(std::memory_order_seq_cst);
+        if ((s & (Item::kAccessible | Item::kExclusive | Item::kFreeSlot)) != Item::kAccessible) {
+          HazardPins::clear(h);
+          return Lookup::kRetry;
+        }
+      } else if (!it->tryAcquirePublished()) {
+        return Lookup::kRetry;  // claimed, saturated, or unlinked since
+      }
       // Pinned. Number still unchanged: the item was chained (so
       // published) when pinned, and it is this key's if the key matches.
       // The pin makes the key safe to read either way.
       const bool hit = lock.unchangedSince(seq) && it->hasKey(key);
       section.leave();  // before an unpin that may free (locks)
       if (!hit) {
-        unpin(ref, it);
+        if (h)
+          HazardPins::clear(h);
+        else
+          unpin(ref, it);
         return Lookup::kRetry;
       }
+      if (hazard) *hazard = h;
       if (depth > 0) toFrontIfFree(b, ref);
       item = it;
       found = ref;

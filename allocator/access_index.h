@@ -17,7 +17,8 @@
 // Lookups (acquire) take no lock: they walk the chain with atomic loads,
 // check after every step that the stripe's sequence number has not moved
 // (so every ref they follow was a chain member), pin the item whose tag
-// matches with a CAS that needs it published, and keep the pin if the
+// matches (a hazard entry, or a CAS that needs it published; see
+// hazard_pins.h), and keep the pin if the
 // number still has not moved and the key matches. Anything else (a writer
 // came, a claimed item, a tag collision, a thread without a reader slot)
 // looks again under the lock. Every bucket and chain store is atomic
@@ -36,6 +37,7 @@
 #include "compressed_ref.h"
 #include "dcheck.h"
 #include "expiry.h"
+#include "hazard_pins.h"
 #include "index_readers.h"
 #include "item.h"
 #include "slab_allocator.h"
@@ -113,7 +115,11 @@ class AccessIndex {
   // lock unless a writer holds the stripe (see the top). A found key that
   // is not its chain's head moves there one time in kMoveToFrontEvery (a
   // try-lock; never waits).
-  CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated = nullptr);
+  // With `hazard`, a lock-free hit pins by a hazard entry where it can
+  // (*hazard set; the refcount is untouched) and *hazard is null when the
+  // pin is a count.
+  CompressedRef acquire(std::string_view key, uint64_t hash, Item*& item, bool* saturated = nullptr,
+                        HazardPins::Entry** hazard = nullptr);
   static constexpr uint32_t kMoveToFrontEvery = 8;
   // Publishes item (held by the caller) under its key. Returns the item it
   // replaced, or null; ownedOld tells whether the caller must free it.
@@ -127,8 +133,9 @@ class AccessIndex {
   // write(item, ref) rewrite its value and metadata (and do the policy's
   // access update, which must not block), ends the claim (Item::endRewrite)
   // and returns ref; the item is left unpinned. No reader sees the item half
-  // written: a reader's pin (a CAS, lock-free or not) fails while it is
-  // claimed, and a pin taken before makes the claim fail; movers and
+  // written: a reader's pin (a CAS or a hazard entry) fails while it is
+  // claimed, and a pin taken before makes the claim fail (a hazard entry:
+  // the claim is given back); movers and
   // evictors claim it by a CAS that fails while it is claimed. Otherwise changes nothing
   // and returns null (absent, or the caller publishes a new item instead).
   // Everything after write()'s stores is plain stores (the claim's end, the
@@ -142,6 +149,10 @@ class AccessIndex {
       Item* it = table_.item(ref);
       if (it->hasKey(key)) {
         if (durable(ref) || !fits(*it, ref) || !it->tryMarkExclusive()) return {};
+        if (HazardPins::isProtected(it)) {  // a lock-free reader holds it
+          it->undoRewriteClaim();
+          return {};
+        }
         const uint32_t before = it->valueSize();
         write(*it, ref);
         if (it->valueSize() != before) countRequested(ref, int64_t{it->valueSize()} - int64_t{before});
@@ -219,7 +230,8 @@ class AccessIndex {
   };
   enum class Lookup { kHit, kMiss, kRetry };
   // The lock-free lookup (see the top); kRetry: look under the lock.
-  Lookup acquireLockFree(std::string_view key, uint64_t hash, Item*& item, CompressedRef& found);
+  Lookup acquireLockFree(std::string_view key, uint64_t hash, Item*& item, CompressedRef& found,
+                         HazardPins::Entry** hazard);
   CompressedRef acquireLocked(std::string_view key, uint64_t hash, Item*& item, bool* saturated);
   // Moves ref to the head of bucket b's chain if the stripe lock is free.
   void toFrontIfFree(uint64_t b, CompressedRef ref);

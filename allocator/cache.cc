@@ -218,7 +218,8 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash, bool* onFlash)
   counters_->gets.add();
   Item* item = nullptr;
   bool saturated = false;
-  const CompressedRef ref = index_->acquire(key, hash, item, &saturated);
+  HazardPins::Entry* hazard = nullptr;
+  const CompressedRef ref = index_->acquire(key, hash, item, &saturated, &hazard);
   if (!ref) {
     if (tuner_) tuner_->noteMiss();
     if (saturated) {
@@ -233,7 +234,17 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash, bool* onFlash)
     return promoteFromFlash(key, hash);
   }
   if (isExpired(*item)) {
-    // A miss; the read reclaims the dead item rather than leave it for the reaper.
+    // A miss; the read reclaims the dead item rather than leave it for the
+    // reaper. The unlink may make the unpinner the owner, which only a
+    // counted pin's release handles: a hazard pin looks again with a count.
+    if (hazard) {
+      HazardPins::clear(hazard);
+      const CompressedRef counted = index_->acquire(key, hash, item);
+      if (!counted) return {};  // gone meanwhile
+      ReadHandle pin(this, item, counted);
+      if (isExpired(*item)) dropExpired(item, counted);
+      return {};
+    }
     ReadHandle pin(this, item, ref);
     dropExpired(item, ref);
     return {};
@@ -247,7 +258,7 @@ ReadHandle Cache::findHashed(std::string_view key, uint64_t hash, bool* onFlash)
     if (rebalancer_) rebalancer_->noteLowerTierHit(tier, owner.pool(), owner.id(), SlabTable::stableKeyHash(key));
     if (config_.promotion.enabled) movers_->noteLowerTierHit(item, ref);
   }
-  return ReadHandle(this, item, ref);
+  return ReadHandle(this, item, ref, hazard);
 }
 
 std::optional<std::string> Cache::get(std::string_view key) {
@@ -605,14 +616,20 @@ std::string_view ReadHandle::key() const { return item_->key(); }
 std::string_view ReadHandle::value() const { return item_->value(); }
 uint32_t ReadHandle::tier() const { return cache_->table_->tierOf(ref_); }
 
-ReadHandle::ReadHandle(Cache* cache, Item* item, CompressedRef ref) : cache_(cache), item_(item), ref_(ref) {
+ReadHandle::ReadHandle(Cache* cache, Item* item, CompressedRef ref, std::atomic<const void*>* hazard)
+    : cache_(cache), item_(item), ref_(ref), hazard_(hazard) {
   cache_->counters_->handlesOpened.add();
 }
 
 void ReadHandle::reset() {
   if (item_) {
     cache_->counters_->handlesClosed.add();
-    cache_->release(item_, ref_);
+    if (hazard_) {
+      HazardPins::clear(hazard_);
+      hazard_ = nullptr;
+    } else {
+      cache_->release(item_, ref_);
+    }
     item_ = nullptr;
   }
 }

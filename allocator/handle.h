@@ -1,10 +1,13 @@
-// ReadHandle / WriteHandle: a counted reference that pins one item.
+// ReadHandle / WriteHandle: a reference that pins one item.
 //
-// While a handle is alive its item is never freed, evicted, moved or reused:
-// the handle holds one count in the item's refcount, and every path that
-// frees an item first wins a CAS that requires the count to be zero. A
-// removed or replaced item stays readable through handles taken before; the
-// last release frees it. Handles are move-only and not thread-safe
+// While a handle is alive its item's memory is never freed, reused or
+// rewritten. Most handles hold one count in the item's refcount, and every
+// path that frees an item first wins a CAS that requires the count to be
+// zero. A find that hits without a lock holds a hazard entry of its thread
+// instead (hazard_pins.h), so a hit writes no line another thread reads:
+// such an item may still be evicted, removed or moved (unlinked), but its
+// slot waits for the handle before it is freed. A removed or replaced item
+// stays readable through handles taken before; the last release frees it. Handles are move-only and not thread-safe
 // themselves (one handle, one thread at a time); any number of handles to
 // the same item may live in different threads.
 //
@@ -13,6 +16,7 @@
 // counts (release builds) when handles are still held; see cache.h.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,13 +34,16 @@ class Item;
 class ReadHandle {
  public:
   ReadHandle() = default;
-  ReadHandle(ReadHandle&& o) noexcept : cache_(o.cache_), item_(o.item_), ref_(o.ref_) { o.item_ = nullptr; }
+  ReadHandle(ReadHandle&& o) noexcept : cache_(o.cache_), item_(o.item_), ref_(o.ref_), hazard_(o.hazard_) {
+    o.item_ = nullptr;
+  }
   ReadHandle& operator=(ReadHandle&& o) noexcept {
     if (this != &o) {
       reset();
       cache_ = o.cache_;
       item_ = o.item_;
       ref_ = o.ref_;
+      hazard_ = o.hazard_;
       o.item_ = nullptr;
     }
     return *this;
@@ -74,12 +81,15 @@ class ReadHandle {
  protected:
   friend class Cache;
   // Counts the handle as opened (Cache checks for leaks at destruction).
-  ReadHandle(Cache* cache, Item* item, CompressedRef ref);
+  // With `hazard`, the pin is that hazard entry (hazard_pins.h), not a
+  // count in the item.
+  ReadHandle(Cache* cache, Item* item, CompressedRef ref, std::atomic<const void*>* hazard = nullptr);
   Item* item() const { return item_; }
 
   Cache* cache_ = nullptr;
   Item* item_ = nullptr;
   CompressedRef ref_;
+  std::atomic<const void*>* hazard_ = nullptr;
 };
 
 // A freshly allocated item, not yet visible to other threads: fill data()

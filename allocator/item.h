@@ -52,6 +52,9 @@
 //                claims it itself if by then it is unpinned and unpublished.
 // Claims happen in: the evictor (refcount 0), the last handle release of an
 // unpublished item, remove/replace of an unpinned item, and finishMove.
+// "Pinned" also means held by a hazard entry (hazard_pins.h), which is not
+// in the count: whoever frees, reuses or rewrites a claimed item looks for
+// one after the claim and defers or gives up.
 #pragma once
 
 #include <atomic>
@@ -247,6 +250,15 @@ class Item {
     const uint32_t s = state.load(std::memory_order_relaxed);
     TC_DCHECK((s & (kExclusive | kAccessible | kRefMask)) == (kExclusive | kAccessible));
     state.store(s & ~(kExclusive | kFetched), std::memory_order_release);  // a new version: not fetched yet
+  }
+
+  // Gives back a rewrite's claim before anything was written, because a
+  // lock-free reader pins the item (hazard_pins.h). A CAS, unlike
+  // endRewrite: that reader may be setting kFetched or a hit bit meanwhile.
+  void undoRewriteClaim() {
+    TC_DCHECK((state.load(std::memory_order_relaxed) & (kExclusive | kAccessible | kRefMask)) ==
+              (kExclusive | kAccessible));
+    state.fetch_and(~kExclusive, std::memory_order_release);
   }
 
   // Starts a move of a published item. Eviction (demotion) requires it

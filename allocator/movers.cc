@@ -79,6 +79,13 @@ class Movers::ClaimVisitor final : public EvictionVisitor {
     // (new value, deadline and seq) until the claim below.
     if (deadOnly_ && !live_.dead(*item)) return Verdict::kSkip;
     if (!item->tryMarkMoving(false)) return unclaimableVerdict(*item);
+    if (HazardPins::isProtected(item)) {
+      // A lock-free reader holds it (hazard_pins.h): pinned, as a count
+      // would say. Should a remove have raced into the claim, the item is
+      // ours to free: deferred, since the policy lock is held here.
+      if (item->finishMove()) table_.owner(CompressedRef(ref))->deferFree(CompressedRef(ref));
+      return Verdict::kRotate;
+    }
     // A dead item would waste a lower-tier slot: it is dropped, never moved.
     // Judged again under the claim; an item a rewrite revived between the
     // two looks leaves as a live one (the dead-only pass then evicts one
@@ -405,7 +412,7 @@ size_t Movers::moveBatch(AllocationClass& ac, AllocationClass* lower, Batch& b, 
   for (size_t i = 0; i < k; ++i) {
     if (!table_.item(b.src[i])->finishMove()) continue;
     TC_DCHECK(!sink || sink->got <= sink->want);
-    if (sink && sink->got < sink->want) {
+    if (sink && sink->got < sink->want && !HazardPins::isProtected(table_.item(b.src[i]))) {
       sink->out[sink->got++] = b.src[i];
     } else {
       srcFree[nSrcFree++] = b.src[i];

@@ -111,6 +111,12 @@ CompressedRef AllocationClass::popFreeLocked() {
 
 bool AllocationClass::pushSpare(CompressedRef ref) {
   if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) return false;
+  if (HazardPins::isProtected(table_.item(ref))) return false;  // the caller defers it
+  return pushSpareUnchecked(ref);
+}
+
+bool AllocationClass::pushSpareUnchecked(CompressedRef ref) {
+  if (spare_.load(std::memory_order_relaxed) != CompressedRef::kNull) return false;
   // Owned, as a slot fresh from popFreeLocked is (recovery frees slots
   // whose state word is whatever the pool held).
   table_.item(ref)->state.store(Item::kExclusive, std::memory_order_relaxed);
@@ -119,8 +125,12 @@ bool AllocationClass::pushSpare(CompressedRef ref) {
 }
 
 void AllocationClass::pushFree(CompressedRef ref) {
-  if (pushSpare(ref)) return;
   Item* it = table_.item(ref);
+  if (HazardPins::isProtected(it)) {  // a lock-free reader still reads it
+    deferFree(ref);
+    return;
+  }
+  if (pushSpareUnchecked(ref)) return;
   std::lock_guard<ClassMutex> g(lock_);
   it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
   pushFreeHeadLocked(ref.raw());
@@ -182,8 +192,7 @@ size_t AllocationClass::drainDeferred() {
       r = it->chainNext();
     }
     if (members) policy_->removeBatch(refs, members);
-    pushFreeBatch(slots, n);
-    total += n;
+    total += pushFreeBatch(slots, n);
   }
   drainsInFlight_.fetch_sub(1, std::memory_order_release);
   return total;
@@ -197,8 +206,24 @@ CompressedRef AllocationClass::popFreeAfterDrains() {
   return popFree();
 }
 
-void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail) {
-  if (n == 0) return;
+size_t AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail) {
+  if (n == 0) return 0;
+  // Slots a lock-free reader still holds wait on the deferred list.
+  const void* held[HazardPins::kEntries];
+  const size_t nHeld = HazardPins::collect(held);
+  std::vector<CompressedRef> kept;
+  if (nHeld) [[unlikely]] {
+    for (size_t i = 0; i < n; ++i) {
+      if (std::find(held, held + nHeld, table_.item(refs[i])) != held + nHeld) {
+        deferFree(refs[i]);
+      } else {
+        kept.push_back(refs[i]);
+      }
+    }
+    refs = kept.data();
+    n = kept.size();
+    if (n == 0) return 0;
+  }
   // Chained before the lock; marked free under it (releaseSlab reads the
   // marks under the lock and must find a free-marked slot on the list).
   for (size_t i = 0; i < n; ++i) {
@@ -215,6 +240,7 @@ void AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool at
     freeHead_ = refs[0].raw();
   }
   freeCount_ += n;
+  return n;
 }
 
 void AllocationClass::addSlab(uint32_t slab) {
@@ -269,6 +295,10 @@ void AllocationClass::undoClaimsLocked(std::vector<CompressedRef>& claimed, size
     if (s & Item::kAccessible) continue;
     // Removed while claimed: the remover left it to us.
     policy_->remove(claimed[i].raw());
+    if (HazardPins::isProtected(it)) {
+      deferFree(claimed[i]);
+      continue;
+    }
     it->state.store(Item::kFreeSlot, std::memory_order_relaxed);
     pushFreeHeadLocked(claimed[i].raw());
     ++freeCount_;
@@ -318,6 +348,15 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
         claimed.push_back(ref);
       } else {
         pinned = true;  // pinned since the look
+      }
+    }
+    if (!pinned) {
+      // Claimed every item; a lock-free reader that pinned one before
+      // (hazard_pins.h) keeps the slab.
+      const void* held[HazardPins::kEntries];
+      const size_t nHeld = HazardPins::collect(held);
+      for (size_t i = firstClaim; i < claimed.size() && !pinned; ++i) {
+        pinned = std::find(held, held + nHeld, table_.item(claimed[i])) != held + nHeld;
       }
     }
     if (pinned) {

@@ -30,6 +30,7 @@
 #include "cache_stats.h"
 #include "compressed_ref.h"
 #include "dcheck.h"
+#include "hazard_pins.h"
 #include "item.h"
 #include "sharded_counter.h"
 
@@ -143,7 +144,8 @@ class AllocationClass {
   // the class's spare slot when that is empty (see spare_).
   void pushFree(CompressedRef ref);
   // Only the lock-free half of pushFree: true if the spare slot was empty
-  // and now holds ref (an item already out of the eviction list).
+  // and now holds ref (an item already out of the eviction list); false
+  // too while a lock-free reader pins it (the caller defers it).
   bool pushSpare(CompressedRef ref);
   // Only the lock-free half of popFree: the spare slot, or null.
   CompressedRef popSpare() {
@@ -154,7 +156,10 @@ class AllocationClass {
   // the free list in one lock hold: at its head (taken first: the caller's
   // cache still holds them), or with atTail at its end, for slots another
   // thread will fill (see freeTail_).
-  void pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail = false);
+  // Slots a lock-free reader still pins (hazard_pins.h) are deferred
+  // (deferFree) instead, as pushFree and pushSpare do; returns how many
+  // went to the free list.
+  size_t pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail = false);
   // Free share of the class (percent of its slots), or free slot count,
   // under which popFree reports belowLow; 0 and 0 (the default): never.
   // Set before other threads run.
@@ -182,7 +187,8 @@ class AllocationClass {
   // unclaimable (kExclusive): eviction skips it, slab release skips its slab.
   void deferFree(CompressedRef ref);
   // Frees the deferred items (and moves the spare slot to the free list);
-  // returns how many deferred items.
+  // returns how many deferred items it freed (one a lock-free reader still
+  // pins stays deferred).
   size_t drainDeferred();
   bool hasDeferred() const { return deferredHead_.load(std::memory_order_relaxed) != CompressedRef::kNull; }
   // After popFree and drainDeferred found nothing: waits while another
@@ -227,7 +233,8 @@ class AllocationClass {
  private:
   uint32_t uncarvedLocked() const;
   CompressedRef popFreeLocked();
-  void pushFreeHeadLocked(uint64_t ref);  // state already kFreeSlot
+  void pushFreeHeadLocked(uint64_t ref);       // state already kFreeSlot
+  bool pushSpareUnchecked(CompressedRef ref);  // pushSpare, the hazard check done
   uint32_t carvedLocked(uint32_t slab) const;
   // The spare slot, if any, onto the free list (lock_ held).
   void flushSpareLocked();

@@ -1,6 +1,7 @@
 // Behaviour of the Cache facade, run once per eviction policy.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "allocator/cache.h"
+#include "allocator/hazard_pins.h"
 #include "allocator/item.h"
 #include "allocator/slab_allocator.h"
 #include "test_util.h"
@@ -482,6 +484,106 @@ TEST_P(CacheTest, ConsistencyCheckerReportsCorruption) {
   item->state.fetch_add(1);
   EXPECT_NE(cache.checkConsistency().find("pinned"), std::string::npos);
   item->state.fetch_sub(1);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// A find that hits without a lock pins by a hazard entry of its thread
+// (allocator/hazard_pins.h): it writes no count into the item.
+TEST_P(CacheTest, LockFreeHitWritesNoCountIntoTheItem) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", makeValue("k", 1, 300)));
+  ReadHandle h = cache.find("k");
+  ASSERT_TRUE(h);
+  const Item* item = CacheTestPeer::table(cache).item(h.ref());
+  EXPECT_EQ(item->state.load() & Item::kRefMask, 0u) << "a hazard pin, not a count";
+  EXPECT_TRUE(checkValue("k", h.value()));
+  h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// The item a hazard pin holds is neither rewritten in place nor reused: a
+// replace publishes a new item, and the removed item's slot waits for the
+// handle while the cache fills its class many times over.
+TEST_P(CacheTest, HazardPinnedItemOutlivesReplaceRemoveAndReuse) {
+  Cache cache(config(4 << 20));
+  const std::string v1 = makeValue("k", 1, 500);
+  ASSERT_TRUE(cache.set("k", v1));
+  ReadHandle h = cache.find("k");
+  ASSERT_TRUE(h);
+  const CacheStats before = cache.stats();
+  const std::string v2 = makeValue("k", 2, 500);
+  ASSERT_TRUE(cache.set("k", v2));
+  EXPECT_EQ(cache.stats().replaces_in_place, before.replaces_in_place) << "rewritten under a reader";
+  EXPECT_EQ(cache.get("k"), v2);
+  EXPECT_EQ(h.value(), v1);
+  ASSERT_TRUE(cache.remove("k"));
+  for (int i = 0; i < 40000; ++i) cache.set("fill" + std::to_string(i), makeValue("x", i, 500));
+  EXPECT_GT(cache.stats().evictions, 0u);
+  EXPECT_EQ(h.key(), "k");
+  EXPECT_EQ(h.value(), v1) << "the slot was reused under the handle";
+  h.reset();
+  EXPECT_EQ(cache.checkConsistency(), "");
+  ASSERT_TRUE(cache.set("k", v2));
+  EXPECT_EQ(cache.get("k"), v2);
+}
+
+// A handle may end on another thread: its entry is free again for the
+// thread that took it (else the later finds would fall back to counts).
+TEST_P(CacheTest, HazardPinReleasedOnAnotherThreadFreesItsEntry) {
+  Cache cache(config());
+  ASSERT_TRUE(cache.set("k", makeValue("k", 1, 100)));
+  for (size_t round = 0; round < 3 * HazardPins::kPerThread; ++round) {
+    ReadHandle h = cache.find("k");
+    ASSERT_TRUE(h);
+    const Item* item = CacheTestPeer::table(cache).item(h.ref());
+    ASSERT_EQ(item->state.load() & Item::kRefMask, 0u) << "round " << round << ": no entry was free";
+    std::thread([moved = std::move(h)]() mutable { moved.reset(); }).join();
+  }
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
+// Readers on two threads check every value they pin while a writer
+// rewrites, removes and refills the same few keys (one class, so slots are
+// reused at once): a hazard pin must keep each value whole until released.
+TEST_P(CacheTest, HazardPinsHoldUnderRewritesRemovesAndReuse) {
+  Cache cache(config(4 << 20));
+  constexpr int kKeys = 64;
+  auto key = [](int i) { return "h" + std::to_string(i); };
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(cache.set(key(i), makeValue(key(i), 0, 400)));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> bad{0}, hits{0};
+  auto reader = [&](int seed) {
+    std::vector<ReadHandle> held;
+    for (uint32_t n = seed; !stop.load(std::memory_order_relaxed); ++n) {
+      const std::string k = key(static_cast<int>(n * 7919u % kKeys));
+      ReadHandle h = cache.find(k);
+      if (!h) continue;
+      hits.fetch_add(1, std::memory_order_relaxed);
+      if (h.key() != k || !checkValue(k, h.value())) bad.fetch_add(1);
+      held.push_back(std::move(h));  // hold a few across the writer's work
+      if (held.size() == 3) {
+        for (ReadHandle& x : held) {
+          if (!checkValue(x.key(), x.value())) bad.fetch_add(1);
+        }
+        held.clear();
+      }
+    }
+  };
+  std::thread r1(reader, 1), r2(reader, 2);
+  for (uint32_t v = 1; v < 20000; ++v) {
+    const int i = static_cast<int>(v % kKeys);
+    if (v % 5 == 0) {
+      cache.remove(key(i));
+    } else {
+      cache.set(key(i), makeValue(key(i), v, 400));  // same size: a rewrite in place when unpinned
+    }
+  }
+  stop = true;
+  r1.join();
+  r2.join();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(hits.load(), 0u);
+  EXPECT_GT(cache.stats().replaces_in_place, 0u);
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
