@@ -14,11 +14,18 @@
 # One round says little on a shared host: the baseline's own median moves by
 # a third between processes (its heap nodes are not on huge pages).
 # BIN defaults to build/bench/tiercache-microbench. REPS and MIN_TIME change
-# the repetitions (12) and the time per repetition (0.15 s).
+# the repetitions (12) and the time per repetition (0.15 s); THREADS (1 or
+# 2) the thread count; VERSUS the other implementation (baseline; FindHit
+# also has plain-map-read and plain-map-shared-lock).
+#   THREADS=2 VERSUS=plain-map-read scripts/microbench-rounds.sh FindHit 10 OLD NEW
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-[[ $# -ge 2 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,22p' "$0" >&2; exit 2; }
+threads="${THREADS:-1}"
+versus="${VERSUS:-baseline}"
+[[ "$threads" =~ ^[12]$ ]] || { echo "microbench-rounds: THREADS must be 1 or 2, not '$threads'" >&2; exit 2; }
+[[ "$versus" =~ ^[a-z-]+$ ]] || { echo "microbench-rounds: VERSUS must name an implementation, not '$versus'" >&2; exit 2; }
 op="$1"
 rounds="$2"
 shift 2
@@ -34,7 +41,7 @@ trap 'rm -rf "$out"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   i=0
   for b in "${bins[@]}"; do
-    "$b" --benchmark_filter="^BM_${op}/(tiercache|baseline)/.*threads:1\$" \
+    "$b" --benchmark_filter="^BM_${op}/(tiercache|${versus})/.*threads:${threads}\$" \
       --benchmark_repetitions="${REPS:-12}" --benchmark_min_time="${MIN_TIME:-0.15}" \
       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
       --benchmark_format=json > "$out/r$r-b$i.json" 2> "$out/r$r-b$i.err"
@@ -42,11 +49,11 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 
-python3 - "$out" "$rounds" "$op" "${bins[@]}" <<'PY'
+python3 - "$out" "$rounds" "$op" "$threads" "$versus" "${bins[@]}" <<'PY'
 import json, statistics, sys
-out, rounds, op, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+out, rounds, op, threads, versus, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 ratios = {i: [] for i in range(len(bins))}
-print(f"round  binary  tiercache_ns  baseline_ns  baseline/tiercache   (BM_{op}, 1 thread)")
+print(f"round  binary  tiercache_ns  {versus}_ns  {versus}/tiercache   (BM_{op}, {threads} thread(s))")
 for r in range(1, rounds + 1):
     for i, b in enumerate(bins):
         medians = {}
@@ -55,11 +62,11 @@ for r in range(1, rounds + 1):
                 continue
             impl = bm["run_name"].split("/")[1]
             medians[impl] = bm["real_time"]
-        if "tiercache" not in medians or "baseline" not in medians:
+        if "tiercache" not in medians or versus not in medians:
             sys.exit(f"microbench-rounds: {b} printed no BM_{op} medians for both implementations")
-        ratio = medians["baseline"] / medians["tiercache"]
+        ratio = medians[versus] / medians["tiercache"]
         ratios[i].append(ratio)
-        print(f"{r:5}  {i:6}  {medians['tiercache']:12.1f}  {medians['baseline']:11.1f}  {ratio:18.2f}")
+        print(f"{r:5}  {i:6}  {medians['tiercache']:12.1f}  {medians[versus]:11.1f}  {ratio:18.2f}")
 for i, b in enumerate(bins):
     rs = ratios[i]
     print(f"binary {i} ({b}): median {statistics.median(rs):.2f}, range {min(rs):.2f}-{max(rs):.2f} over {len(rs)} rounds")
