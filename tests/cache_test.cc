@@ -587,6 +587,31 @@ TEST_P(CacheTest, HazardPinsHoldUnderRewritesRemovesAndReuse) {
   EXPECT_EQ(cache.checkConsistency(), "");
 }
 
+// A slab release (here a shrink of the tier) skips a slab whose item a
+// hazard pin holds, as it does for a counted pin: the values stay whole.
+TEST_P(CacheTest, HazardPinnedSlabsAreNotReleased) {
+  Cache cache(config(2 << 20));  // 8 slabs of 256 KiB
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back("rel" + std::to_string(i));
+    ASSERT_TRUE(cache.set(keys.back(), makeValue(keys.back(), 3, 600)));
+  }
+  std::vector<ReadHandle> pins;  // in three of the class's six slabs
+  for (const size_t i : {0, 1000, 1999}) {
+    ReadHandle h = cache.find(keys[i]);
+    ASSERT_TRUE(h);
+    ASSERT_EQ(CacheTestPeer::table(cache).item(h.ref())->state.load() & Item::kRefMask, 0u) << "a hazard pin";
+    pins.push_back(std::move(h));
+  }
+  const Cache::TierResize r = cache.resizeTier(0, 256 << 10);
+  EXPECT_FALSE(r.reached) << "the pinned items span more than one slab";
+  EXPECT_GT(r.slabsReleased, 0u);
+  for (const ReadHandle& h : pins) EXPECT_TRUE(checkValue(h.key(), h.value())) << h.key();
+  pins.clear();
+  EXPECT_TRUE(cache.resizeTier(0, 256 << 10).reached);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, CacheTest,
                          ::testing::Values("lru", "lru-midpoint", "clock", "s3fifo", "wtinylfu"));
 
