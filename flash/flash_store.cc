@@ -657,8 +657,10 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* wher
       if (req.result != static_cast<int64_t>(req.len)) break;  // an I/O error is a miss
       p = span.get() + (loc.addr - first);
     }
-    std::optional<FlashItem> item = checkEntry(key, h, loc, rseq, p, where);
+    bool stale = false;
+    std::optional<FlashItem> item = checkEntry(key, h, loc, rseq, p, where, &stale);
     if (item) return item;
+    if (stale) continue;
     break;
   }
   counters_.misses.fetch_add(1, std::memory_order_relaxed);
@@ -666,10 +668,18 @@ std::optional<FlashItem> FlashStore::lookup(std::string_view key, FlashLoc* wher
 }
 
 std::optional<FlashItem> FlashStore::checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
-                                                const char* p, FlashLoc* where) {
+                                                const char* p, FlashLoc* where, bool* stale) {
   EntryHeader eh;
   if (!parseEntry(p, loc.size, seedOf(rseq), eh) || eh.kind != kKindValue ||
       entryBytes(eh.keySize, eh.valueSize) != loc.size) {
+    // A reader that took loc from the index before its region was reclaimed
+    // and reused (drop or reinsert, both before the new epoch is read) reads
+    // the region's next contents; the index has let go of loc by then.
+    const auto now = index_->lookup(h);
+    if (!now || now->loc != loc) {
+      *stale = true;
+      return std::nullopt;
+    }
     // Corrupted on the device (or a bug): dropped, counted, never returned.
     counters_.checksum_failures.fetch_add(1, std::memory_order_relaxed);
     index_->removeIf(h, loc);
@@ -742,8 +752,13 @@ void FlashStore::lookupMany(std::span<const std::string_view> keys, std::span<st
         continue;
       }
       if (reqs[k].result == static_cast<int64_t>(reqs[k].len)) {
-        out[pd.i] =
-            checkEntry(keys[pd.i], pd.h, pd.loc, pd.rseq, pd.span.get() + (pd.loc.addr - pd.first), &where[pd.i]);
+        bool stale = false;
+        out[pd.i] = checkEntry(keys[pd.i], pd.h, pd.loc, pd.rseq, pd.span.get() + (pd.loc.addr - pd.first),
+                               &where[pd.i], &stale);
+        if (stale) {
+          single.push_back(pd.i);  // its region was reused: read again, alone
+          continue;
+        }
       }
       if (!out[pd.i]) counters_.misses.fetch_add(1, std::memory_order_relaxed);  // an I/O error is a miss
     }

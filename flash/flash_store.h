@@ -205,9 +205,11 @@ class FlashStore {
   // The buffer holding region r while its epoch is odd.
   const char* bufferOfLocked(uint64_t r) const { return slotBuf(slotRegion_[0] == r ? 0 : 1); }
   // Verifies the entry at p (read from loc, region sequence rseq) as key's;
-  // counts a hit, checksum failure or key mismatch (not the miss).
+  // counts a hit, checksum failure or key mismatch (not the miss). Sets
+  // *stale instead of counting a failure when the index no longer holds
+  // loc: the read raced its region's reclaim (read the key again).
   std::optional<FlashItem> checkEntry(std::string_view key, uint64_t h, const FlashLoc& loc, uint64_t rseq,
-                                      const char* p, FlashLoc* where);
+                                      const char* p, FlashLoc* where, bool* stale);
   void openWriteBuffer();
   void setTrailerLocked(int slot, bool valid);
   size_t checkedPrefix(const char* p, uint64_t regionSeq) const;

@@ -392,5 +392,50 @@ TEST(FlashStore, ConcurrentSetsGetsRemovesStayConsistent) {
   EXPECT_EQ(s.counters().checksum_failures.load(), 0u);
 }
 
+// Readers chase the keys a ring's length back, whose region the writers
+// are about to reclaim and reuse: a read that took its location before the
+// reuse reads the region's next contents. That is a miss (read again), not
+// a checksum failure, and never another key's value. (Before the fix, such
+// reads were counted as corruption and dropped the index entry they named.)
+TEST(FlashStore, ReadsRacingRegionReuseAreNotCountedAsCorruption) {
+  TempDir dir(flashTestParent());
+  FlashStoreConfig c = smallFlashConfig(dir.file("flash"), 4);  // 4 regions of ~170 entries: reuse is constant
+  c.reinsert_hits = true;                                       // reinserts race readers too
+  FlashStore s(c);
+  constexpr int kWritten = 100000;
+  std::atomic<int> next{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::atomic<uint64_t> hits{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kWritten; ++i) {
+      s.insert(fkey(i), flashValue(fkey(i), 1, 200 + i % 300));
+      next.store(i + 1, std::memory_order_release);
+    }
+    done = true;
+  });
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      uint32_t x = 77 + t;
+      while (!done.load()) {
+        const int n = next.load(std::memory_order_acquire);
+        if (n < 800) continue;
+        x = x * 1103515245 + 12345;
+        const int k = n - 1 - 400 - static_cast<int>(x % 400);  // the oldest regions' keys
+        auto v = s.lookup(fkey(k));
+        if (!v) continue;
+        hits.fetch_add(1, std::memory_order_relaxed);
+        if (flashValueVersion(fkey(k), v->value) != 1) wrong.fetch_add(1);
+      }
+    });
+  }
+  writer.join();
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0u);
+  EXPECT_EQ(s.counters().checksum_failures.load(), 0u) << "reads that raced a reuse were counted as corruption";
+}
+
 }  // namespace
 }  // namespace tiercache
