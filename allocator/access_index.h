@@ -18,8 +18,8 @@
 // check after every step that the stripe's sequence number has not moved
 // (so every ref they follow was a chain member), pin the item whose tag
 // matches (a hazard entry, or a CAS that needs it published; see
-// hazard_pins.h), and keep the pin if the
-// number still has not moved and the key matches. Anything else (a writer
+// hazard_pins.h), and keep the pin if the number still has not moved and
+// the key matches. Anything else (a writer
 // came, a claimed item, a tag collision, a thread without a reader slot)
 // looks again under the lock. Every bucket and chain store is atomic
 // (RefLink). A slot a lookup may still read is never cut for another class
@@ -135,8 +135,8 @@ class AccessIndex {
   // and returns ref; the item is left unpinned. No reader sees the item half
   // written: a reader's pin (a CAS or a hazard entry) fails while it is
   // claimed, and a pin taken before makes the claim fail (a hazard entry:
-  // the claim is given back); movers and
-  // evictors claim it by a CAS that fails while it is claimed. Otherwise changes nothing
+  // the claim is given back); movers and evictors claim it by a CAS that
+  // fails while it is claimed. Otherwise changes nothing
   // and returns null (absent, or the caller publishes a new item instead).
   // Everything after write()'s stores is plain stores (the claim's end, the
   // unlock), so the value's store misses drain while the caller goes on.

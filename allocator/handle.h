@@ -7,9 +7,10 @@
 // instead (hazard_pins.h), so a hit writes no line another thread reads:
 // such an item may still be evicted, removed or moved (unlinked), but its
 // slot waits for the handle before it is freed. A removed or replaced item
-// stays readable through handles taken before; the last release frees it. Handles are move-only and not thread-safe
-// themselves (one handle, one thread at a time); any number of handles to
-// the same item may live in different threads.
+// stays readable through handles taken before; the last release frees it.
+// Handles are move-only and not thread-safe themselves (one handle, one
+// thread at a time); any number of handles to the same item may live in
+// different threads.
 //
 // A handle must be released before the Cache that made it is destroyed:
 // release writes into the cache. ~Cache aborts (NDEBUG off) or warns and

@@ -9,9 +9,10 @@
 // its state) and then looks through every thread's entries (isProtected).
 // Both sides are sequentially consistent (the entry's exchange on one side,
 // a fence on the other), so either the reader sees the claim and backs off,
-// or the claimer sees the entry and leaves the item alone: a free is
-// deferred (AllocationClass::freeOwned, drainDeferred), a rewrite in place
-// or a slab release gives up. Releasing the pin is a plain store.
+// or the claimer sees the entry and leaves the item alone: a free waits on
+// the deferred list (AllocationClass::pushFree, pushFreeBatch), eviction
+// rotates the item, a rewrite in place or a slab release gives up.
+// Releasing the pin is a plain store.
 //
 // Each of the first kThreads threads owns kPerThread entries; a thread
 // without a free one (or without a record) pins with the refcount instead.
@@ -19,6 +20,7 @@
 // threads); only its owner sets it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 
@@ -67,28 +69,25 @@ class HazardPins {
   // pin that predates the claim still holds p. A pin taken after the claim
   // sees it and backs off, so false is final while the claim lasts.
   static bool isProtected(const void* p) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    const size_t n = used_.load(std::memory_order_seq_cst);
-    for (size_t i = 0; i < n; ++i) {
-      for (const Entry& e : records_[i].entries) {
-        if (e.load(std::memory_order_acquire) == p) return true;
-      }
-    }
-    return false;
+    return scan([p](const void* held) { return held == p; });
   }
-  // isProtected for many claims at once: copies every pinned address into
-  // out (room for kEntries); returns how many.
-  static size_t collect(const void** out) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    const size_t n = used_.load(std::memory_order_seq_cst);
-    size_t k = 0;
-    for (size_t i = 0; i < n; ++i) {
-      for (const Entry& e : records_[i].entries) {
-        if (const void* p = e.load(std::memory_order_acquire)) out[k++] = p;
-      }
+  // isProtected for many claims at once: every address pinned when it was
+  // taken (3.5 KiB: a stack object, no allocation).
+  class Snapshot {
+   public:
+    Snapshot() {
+      scan([this](const void* held) {
+        held_[n_++] = held;
+        return false;
+      });
     }
-    return k;
-  }
+    bool empty() const { return n_ == 0; }
+    bool contains(const void* p) const { return std::find(held_, held_ + n_, p) != held_ + n_; }
+
+   private:
+    const void* held_[kEntries];
+    size_t n_ = 0;
+  };
 
  private:
   using Slots = ThreadSlot<HazardPins, kThreads>;
@@ -96,6 +95,20 @@ class HazardPins {
   static inline Record records_[kThreads];
   // One past the highest record ever used: isProtected looks no further.
   static inline std::atomic<size_t> used_{0};
+  // Calls stop(address) for every entry in use, after the fence that pairs
+  // with protect's exchange; true as soon as stop does.
+  template <class Stop>
+  static bool scan(Stop&& stop) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const size_t n = used_.load(std::memory_order_seq_cst);
+    for (size_t i = 0; i < n; ++i) {
+      for (const Entry& e : records_[i].entries) {
+        const void* held = e.load(std::memory_order_acquire);
+        if (held && stop(held)) return true;
+      }
+    }
+    return false;
+  }
   // Before the thread's first entry: raise used_ past its record.
   static void countThread(size_t i, Record& r) {
     size_t n = used_.load(std::memory_order_relaxed);

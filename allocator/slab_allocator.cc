@@ -209,12 +209,11 @@ CompressedRef AllocationClass::popFreeAfterDrains() {
 size_t AllocationClass::pushFreeBatch(const CompressedRef* refs, size_t n, bool atTail) {
   if (n == 0) return 0;
   // Slots a lock-free reader still holds wait on the deferred list.
-  const void* held[HazardPins::kEntries];
-  const size_t nHeld = HazardPins::collect(held);
+  const HazardPins::Snapshot held;
   std::vector<CompressedRef> kept;
-  if (nHeld) [[unlikely]] {
+  if (!held.empty()) [[unlikely]] {
     for (size_t i = 0; i < n; ++i) {
-      if (std::find(held, held + nHeld, table_.item(refs[i])) != held + nHeld) {
+      if (held.contains(table_.item(refs[i]))) {
         deferFree(refs[i]);
       } else {
         kept.push_back(refs[i]);
@@ -353,11 +352,8 @@ uint32_t AllocationClass::releaseSlab(std::vector<CompressedRef>& claimed) {
     if (!pinned) {
       // Claimed every item; a lock-free reader that pinned one before
       // (hazard_pins.h) keeps the slab.
-      const void* held[HazardPins::kEntries];
-      const size_t nHeld = HazardPins::collect(held);
-      for (size_t i = firstClaim; i < claimed.size() && !pinned; ++i) {
-        pinned = std::find(held, held + nHeld, table_.item(claimed[i])) != held + nHeld;
-      }
+      const HazardPins::Snapshot held;
+      for (size_t i = firstClaim; i < claimed.size() && !pinned; ++i) pinned = held.contains(table_.item(claimed[i]));
     }
     if (pinned) {
       undoClaimsLocked(claimed, firstClaim);
