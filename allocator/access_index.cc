@@ -178,7 +178,7 @@ InsertOutcome AccessIndex::insertIf(CompressedRef ref, Item* item, uint64_t hash
       // and recovery keeps the higher sequence number; the key is never
       // left without a committed copy.
       commitIfDurable(item, ref);
-      if (persistence_) persistence_->replaceCommitted();
+      if (persistence_) persistence_->replaceCommitted(item->key());
       invalidateIfDurable(it, cur);
       item->setChainNext(it->chainNext());
       link.store(ref.raw());

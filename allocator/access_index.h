@@ -58,7 +58,7 @@ class ItemPersistence {
   virtual void invalidate(Item* item, CompressedRef ref) = 0;
   // Fault seam for crash tests: called by a replacing publish after the new
   // copy is committed and before the old one is invalidated.
-  virtual void replaceCommitted() {}
+  virtual void replaceCommitted(std::string_view /*key*/) {}
 
  protected:
   ~ItemPersistence() = default;

@@ -126,7 +126,7 @@ Cache::Cache(const CacheConfig& config, CacheHooks hooks) : config_(config), hoo
                                          persistence_->firstPersistentTier() >= 0 ? persistence_.get() : nullptr);
   recovery_ = std::make_unique<RecoveryCounters>();
   if (config_.flash.enabled()) {
-    flash_ = std::make_unique<FlashTier>(config_.flash, hooks_.hash);
+    flash_ = std::make_unique<FlashTier>(config_.flash, hooks_.hash, hooks_.faultSeam);
     async_ = std::make_unique<AsyncReads>();
   }
   movers_ = std::make_unique<Movers>(MoverParts{config_, *table_, allocs_, *index_, hooks_.hash, *persistence_,
@@ -470,6 +470,7 @@ bool Cache::rewriteInPlace(std::string_view key, uint64_t hash, AllocationClass&
         if (!value.empty()) std::memcpy(it.valueData(), value.data(), value.size());
       });
   // An older copy on flash would come back once this one leaves memory.
+  // No key lock: a demotion claims the item, so none of it was under way.
   if (ref && flash_) flash_->store().remove(key);
   return static_cast<bool>(ref);
 }

@@ -38,6 +38,7 @@
 
 #include "cache_config.h"
 #include "cache_stats.h"
+#include "fault_point.h"
 #include "handle.h"
 #include "item_fate.h"
 
@@ -108,20 +109,14 @@ using RemoveCallback = std::function<void(const RemovedItem&)>;
 // reads std::chrono::system_clock.
 using ExpiryClockFn = std::function<std::chrono::system_clock::time_point()>;
 
-// Points of the persistent commit protocol where a crash test stops the
-// process (fault injection; see CacheHooks::faultSeam).
-enum class FaultPoint : uint8_t {
-  kReplaceNewCommitted,  // a replacing publish: new copy committed, old one not yet invalidated
-};
-
 struct CacheHooks {
   KeyHashFn hash = nullptr;  // nullptr: XXH3
   RemoveCallback onRemove;   // empty: no callback
   ExpiryClockFn clock;       // test seam; empty: system_clock
   // Test seam for crash tests, nullptr in production: called at each
-  // FaultPoint of a persistent tier's commit protocol (under an index lock;
-  // the crash test raises SIGKILL there).
-  void (*faultSeam)(FaultPoint) = nullptr;
+  // FaultPoint with the item's key (under an index or key lock; the crash
+  // test raises SIGKILL there, or races another operation against it).
+  void (*faultSeam)(FaultPoint, std::string_view key) = nullptr;
 };
 
 // Outcome of compareAndSwap (memcached's cas replies).
@@ -326,7 +321,9 @@ class Cache final : private ItemFate {
   InsertOutcome publish(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced);
   // The same for a non-empty handle whose key's index hash is known (set and
   // add hash first, to prefetch the bucket while they allocate).
-  InsertOutcome publishHashed(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced, uint64_t hash);
+  // flashKeyLocked: the caller holds the key's flash lock (a promotion).
+  InsertOutcome publishHashed(WriteHandle&& handle, const InsertCondition& cond, bool notifyReplaced, uint64_t hash,
+                              bool flashKeyLocked = false);
   // Unlinks an item found expired by a read (pinned by the caller).
   void dropExpired(Item* item, CompressedRef ref);
   // The reaper's slice: unlinks the dead items of index buckets [begin,

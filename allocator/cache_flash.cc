@@ -61,7 +61,7 @@ ReadHandle Cache::promoteFound(std::string_view key, uint64_t hash, FlashItem& f
     if (store.removeIfAt(key, at)) {
       InsertCondition cond;
       cond.kind = InsertCondition::Kind::kIfAbsent;
-      publishHashed(std::move(h), cond, false, hash);
+      publishHashed(std::move(h), cond, false, hash, true);
     }
   }
   // A pin on whatever memory holds now (the copy, or a newer set's item).

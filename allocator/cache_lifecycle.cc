@@ -92,7 +92,7 @@ InsertOutcome Cache::publish(WriteHandle&& handle, const InsertCondition& cond, 
 bool Cache::defersFrees() const { return deferFrees_ && movers_->defersFrees(); }
 
 InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& condIn, bool notifyReplaced,
-                                   uint64_t hash) {
+                                   uint64_t hash, bool flashKeyLocked) {
   // Another cache's slot linked into this index would corrupt both.
   if (handle.cache_ != this) throw std::invalid_argument("insert: the handle belongs to another Cache");
   WriteHandle h = std::move(handle);
@@ -117,8 +117,15 @@ InsertOutcome Cache::publishHashed(WriteHandle&& handle, const InsertCondition& 
   // reference ends as a reader's does (release's CAS), not as a discard.
   const ReadHandle published(std::move(h));
   // The key's older copy on flash, if any, goes (after the publish: a
-  // promotion of it now finds the key present).
-  if (flash_) flash_->store().remove(item->key());
+  // promotion of it now finds the key present; under the key's lock: a
+  // demotion of the item just replaced is not left half done, flash_tier.h).
+  if (flash_) {
+    if (flashKeyLocked) {
+      flash_->store().remove(item->key());
+    } else {
+      flash_->invalidate(hash, item->key());
+    }
+  }
   counters_->inserts.add();
   if (out.old && out.existed) counters_->replaces.add();
   AllocationClass* ac = table_->owner(ref);

@@ -43,8 +43,8 @@ uint32_t CachePersistence::checksumAt(const Item* item, CompressedRef ref) const
   return itemChecksum(item, commitKeys_[t] ^ (offset * 0x9E3779B97F4A7C15ull));
 }
 
-void CachePersistence::replaceCommitted() {
-  if (p_.faultSeam) p_.faultSeam(FaultPoint::kReplaceNewCommitted);
+void CachePersistence::replaceCommitted(std::string_view key) {
+  if (p_.faultSeam) p_.faultSeam(FaultPoint::kReplaceNewCommitted, key);
 }
 
 void CachePersistence::persistPayload(const Item* item, CompressedRef ref) const {

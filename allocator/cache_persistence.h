@@ -33,7 +33,7 @@ struct PersistenceParts {
   const std::vector<std::unique_ptr<MemoryTier>>& tiers;  // tier order
   std::vector<PoolRecords*> records;                       // per tier; null: volatile
   const SlabTable& table;
-  void (*faultSeam)(FaultPoint) = nullptr;                 // crash tests only
+  void (*faultSeam)(FaultPoint, std::string_view) = nullptr;  // crash tests only
 };
 
 // What recovery found that the cache's own state must follow.
@@ -52,7 +52,7 @@ class CachePersistence final : public ItemPersistence {
   // checksum written and persisted here, under the index stripe lock.
   void commit(Item* item, CompressedRef ref) override;
   void invalidate(Item* item, CompressedRef ref) override;
-  void replaceCommitted() override;
+  void replaceCommitted(std::string_view key) override;
   // Persists header, key and value of an item about to be published.
   void persistPayload(const Item* item, CompressedRef ref) const;
   // The checksum that marks the item committed at ref: keyed with its

@@ -2,8 +2,8 @@
 
 namespace tiercache {
 
-FlashTier::FlashTier(const FlashStoreConfig& config, FlashHashFn hash)
-    : store_(std::make_unique<FlashStore>(config, hash)), locks_(std::make_unique<std::mutex[]>(kLocks)) {}
+FlashTier::FlashTier(const FlashStoreConfig& config, FlashHashFn hash, FaultSeam seam)
+    : store_(std::make_unique<FlashStore>(config, hash)), locks_(std::make_unique<std::mutex[]>(kLocks)), seam_(seam) {}
 
 void FlashTier::addStats(CacheStats& s) const {
   const FlashCounters& c = store_->counters();

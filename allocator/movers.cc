@@ -434,8 +434,10 @@ bool Movers::demoteToFlash(const AllocationClass& ac, CompressedRef ref, uint64_
   // Claimed (kMoving): nobody rewrites it in place while it is copied out.
   const Item& item = *table_.item(ref);
   const bool hit = (item.state.load(std::memory_order_relaxed) & Item::kHitMask) != 0;
-  return flash_->demote(hash, item.key(), item.value(), item.flags, item.expiry, hit,
-                        [&] { return index_.unlinkExact(ref, hash); });
+  return flash_->demote(
+      hash, item.key(), item.value(), item.flags, item.expiry, hit,
+      [&] { return (item.state.load(std::memory_order_acquire) & Item::kAccessible) != 0; },
+      [&] { return index_.unlinkExact(ref, hash); });
 }
 
 bool Movers::copyAndSwap(Item* src, CompressedRef srcRef, CompressedRef dst) {

@@ -67,6 +67,16 @@ bool FlashIndex::insert(uint64_t hash, const FlashLoc& loc, std::optional<FlashL
   return true;
 }
 
+bool FlashIndex::hasRoom(uint64_t hash) const {
+  std::lock_guard<std::mutex> g(lockOf(hash));
+  const Entry* b = bucket(hash);
+  const uint32_t tag = tagOf(hash);
+  for (uint32_t i = 0; i < kSlots; ++i) {
+    if (b[i].sizeUnits == 0 || b[i].tag == tag) return true;
+  }
+  return false;
+}
+
 std::optional<FlashLoc> FlashIndex::remove(uint64_t hash) {
   std::lock_guard<std::mutex> g(lockOf(hash));
   Entry* e = findTag(bucket(hash), tagOf(hash));

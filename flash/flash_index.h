@@ -51,6 +51,8 @@ class FlashIndex {
   // Points the key's tag at loc; false when the bucket is full. *replaced:
   // the entry that was there.
   bool insert(uint64_t hash, const FlashLoc& loc, std::optional<FlashLoc>* replaced = nullptr);
+  // Whether insert(hash, ...) would succeed now (the tag's entry or a free slot).
+  bool hasRoom(uint64_t hash) const;
   // Removes the tag's entry; returns where it pointed.
   std::optional<FlashLoc> remove(uint64_t hash);
   // Removes the entry only if it still points at loc (a reclaimed region's

@@ -330,13 +330,22 @@ void FlashStore::recover(bool clean) {
       off += n;
     }
   }
-  counters_.recovered.store(index_->size());
   nextSeq_ = maxSeq + 1;
+  // The ring goes on after the newest region. Its entries leave the index
+  // first, as at any reuse: indexed, they would lead reads into the new
+  // buffer (and count as corruption there).
+  const uint64_t next = order.empty() ? 0 : (order.back().second + 1) % regions_;
+  std::vector<VictimEntry> victims;
+  if (regionSeq_[next].load() != 0) readVictim(next, victims);
   std::lock_guard<std::mutex> g(appendMu_);
   nextRegionSeq_ = order.empty() ? 1 : order.back().first + 1;
   clock_.store(nextRegionSeq_);  // reads from now on are more recent than any region's write
-  // The ring goes on after the newest region.
-  activateLocked(order.empty() ? 0 : (order.back().second + 1) % regions_);
+  if (!victims.empty()) {
+    std::vector<Reinsert> hot;  // none: nothing was read yet
+    dropVictimLocked(next, victims, hot);
+  }
+  counters_.recovered.store(index_->size());
+  activateLocked(next);
   openReport_ = "recovered " + std::to_string(index_->size()) + " entries from " + std::to_string(order.size()) +
                 " regions (" + (clean ? "clean" : "unclean") + " shutdown" +
                 (fromBuffer ? ", " + std::to_string(fromBuffer) + " bytes from the write buffer" : "") + ")";
@@ -575,17 +584,21 @@ FlashStore::InsertResult FlashStore::insert(std::string_view key, std::string_vi
   const uint64_t h = hash_(key);
   std::unique_lock<std::mutex> lk = lockForAppend(n);
   if (closed_) return InsertResult::kRejected;
-  const FlashLoc loc = appendLocked(kKindValue, key, value, flags, expiry);
-  InsertResult result = InsertResult::kStored;
-  if (!index_->insert(h, loc)) {
+  // Checked before the append: an entry logged but not indexed could take
+  // no tombstone from a later remove, and recovery would bring it back.
+  // Only appends (under appendMu_) fill index slots, so the room stays.
+  if (!index_->hasRoom(h)) {
     counters_.rejects_other.fetch_add(1, std::memory_order_relaxed);
-    result = InsertResult::kIndexFull;
-  } else {
-    counters_.inserts.fetch_add(1, std::memory_order_relaxed);
-    counters_.item_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
+    return InsertResult::kIndexFull;
   }
+  const FlashLoc loc = appendLocked(kKindValue, key, value, flags, expiry);
+  const bool indexed = index_->insert(h, loc);
+  TC_DCHECK(indexed);
+  static_cast<void>(indexed);
+  counters_.inserts.fetch_add(1, std::memory_order_relaxed);
+  counters_.item_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
   finishIo(lk);
-  return result;
+  return InsertResult::kStored;
 }
 
 bool FlashStore::mayContain(std::string_view key) const { return index_->lookup(hash_(key)).has_value(); }

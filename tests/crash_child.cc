@@ -17,15 +17,25 @@
 // replace, after the new copy is committed and before the old one is
 // invalidated (CacheHooks::faultSeam). SEED 0: old value small, new large
 // (other classes, other slabs); SEED 1: the other way round.
+//
+// With TIERCACHE_CRASH_AT=demote-race (flash mode) the child sets key PREFIX
+// to version 1 (acknowledged: 0, 1), then fills the cache until that item
+// is demoted to flash. The demotion, holding the key's lock, starts a set
+// of version 2 on another thread and waits for it (at most 300 ms); the set
+// writes (0, 2) when it returns. A demotion of the key that then logs its
+// flash copy raises SIGKILL. Exit 0 when none does, 6 when the key was never
+// demoted.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -38,8 +48,53 @@ namespace {
 constexpr uint32_t kFlashStormThreads = 4;
 std::atomic<bool> armed{false};
 
-void killAtSeam(tiercache::FaultPoint point) {
+void killAtSeam(tiercache::FaultPoint point, std::string_view) {
   if (armed.load() && point == tiercache::FaultPoint::kReplaceNewCommitted) raise(SIGKILL);
+}
+
+std::atomic<tiercache::Cache*> raceCache{nullptr};
+std::string raceKey;
+std::atomic<int> raceStage{0};  // 1: the racing set started, 2: it returned
+
+void raceAtDemotion(tiercache::FaultPoint point, std::string_view key) {
+  if (!armed.load() || key != raceKey) return;
+  if (point == tiercache::FaultPoint::kDemoteKeyLocked && raceStage.exchange(1) == 0) {
+    std::thread([] {
+      raceCache.load()->set(raceKey, tiercache::test::flashValue(raceKey, 2, 300));
+      const uint32_t ack[2] = {0, 2};
+      if (write(1, ack, sizeof ack) != sizeof ack) _exit(3);
+      raceStage.store(2);
+    }).detach();
+    // A set that waits for this key's lock cannot return before the demotion does.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (raceStage.load() != 2 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } else if (point == tiercache::FaultPoint::kDemoteFlashWritten) {
+    raise(SIGKILL);
+  }
+}
+
+int demoteRaceAndCrash(const char* path, const std::string& key) {
+  tiercache::CacheHooks hooks;
+  hooks.faultSeam = &raceAtDemotion;
+  tiercache::CacheConfig config = tiercache::test::flashCacheConfig(path, 64);
+  config.eviction.policy = tiercache::EvictionPolicyKind::kLru;  // the oldest item is demoted first
+  tiercache::Cache cache(config, hooks);
+  raceCache.store(&cache);
+  raceKey = key;
+  if (!cache.set(key, tiercache::test::flashValue(key, 1, 300))) return 4;
+  const uint32_t ack[2] = {0, 1};
+  if (write(1, ack, sizeof ack) != sizeof ack) return 3;
+  armed.store(true);
+  // One size: one class, so the key's item is demoted once the class is full.
+  uint32_t after = 0;
+  for (uint32_t i = 0; i < 200000 && after < 2000; ++i) {
+    const std::string fill = key + ":fill" + std::to_string(i);
+    cache.set(fill, tiercache::test::flashValue(fill, 1, 300));
+    if (raceStage.load() == 2) ++after;
+  }
+  return raceStage.load() == 2 ? 0 : 6;
 }
 
 int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
@@ -93,6 +148,9 @@ int main(int argc, char** argv) {
   }
   if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "replace-committed") == 0) {
     return replaceAndCrash(argv[1], argv[3], std::strtoul(argv[4], nullptr, 10) == 0);
+  }
+  if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "demote-race") == 0) {
+    return demoteRaceAndCrash(argv[1], argv[3]);
   }
   if (std::string(argv[2]) == "flash") return flashStorm(argv[1], argv[3], std::strtoull(argv[4], nullptr, 10));
   const bool durable = std::string(argv[2]) == "durable";
