@@ -331,18 +331,24 @@ void FlashStore::recover(bool clean) {
     }
   }
   nextSeq_ = maxSeq + 1;
-  // The ring goes on after the newest region. Its entries leave the index
-  // first, as at any reuse: indexed, they would lead reads into the new
-  // buffer (and count as corruption there).
-  const uint64_t next = order.empty() ? 0 : (order.back().second + 1) % regions_;
+  // The ring goes on at the oldest region (after the newest, in fifo
+  // order), which has no older region to pass tombstones on for. Its
+  // entries leave the index first, as at any reuse: indexed, they would
+  // lead reads into the new buffer (and count as corruption there).
+  std::unique_lock<std::mutex> lk(appendMu_);
+  const uint64_t next = oldestRegionLocked();
   std::vector<VictimEntry> victims;
-  if (regionSeq_[next].load() != 0) readVictim(next, victims);
-  std::lock_guard<std::mutex> g(appendMu_);
+  if (regionSeq_[next].load() != 0) {
+    lk.unlock();  // readVictim needs no lock; nothing else runs yet
+    readVictim(next, victims);
+    lk.lock();
+  }
   nextRegionSeq_ = order.empty() ? 1 : order.back().first + 1;
   clock_.store(nextRegionSeq_);  // reads from now on are more recent than any region's write
   if (!victims.empty()) {
     std::vector<Reinsert> hot;  // none: nothing was read yet
-    dropVictimLocked(next, victims, hot);
+    std::vector<std::string> carry;
+    dropVictimLocked(next, victims, hot, false, carry);
   }
   counters_.recovered.store(index_->size());
   activateLocked(next);
@@ -442,19 +448,48 @@ void FlashStore::readVictim(uint64_t r, std::vector<VictimEntry>& entries) {
   while (parseEntry(scratch_.get() + off, config_.region_size - off, seed, h)) {
     const size_t n = entryBytes(h.keySize, h.valueSize);
     const char* p = scratch_.get() + off;
-    if (h.kind == kKindValue) {
+    if (h.kind == kKindValue || h.kind == kKindTombstone) {
       const uint64_t kh = hash_(std::string_view(p + sizeof h, h.keySize));
-      entries.push_back(
-          VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)}, static_cast<uint32_t>(off)});
+      entries.push_back(VictimEntry{kh, FlashLoc{regionStart(r) + off, static_cast<uint32_t>(n)},
+                                    static_cast<uint32_t>(off), h.keySize, h.kind == kKindTombstone});
     }
     off += n;
   }
 }
 
-void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot) {
+bool FlashStore::olderRegionLiveLocked(uint64_t r) const {
+  const uint64_t seq = regionSeq_[r].load(std::memory_order_relaxed);
+  for (uint64_t q = 0; q < regions_; ++q) {
+    const uint64_t s = regionSeq_[q].load(std::memory_order_relaxed);
+    if (q != r && s != 0 && s < seq) return true;
+  }
+  return false;
+}
+
+uint64_t FlashStore::oldestRegionLocked() const {
+  uint64_t best = regions_, bestSeq = UINT64_MAX;
+  for (uint64_t q = 0; q < regions_; ++q) {
+    if (q == active_ && slotRegion_[activeSlot_] == q) continue;
+    const uint64_t s = regionSeq_[q].load(std::memory_order_relaxed);
+    if (s < bestSeq) {
+      bestSeq = s;
+      best = q;
+    }
+  }
+  return best;
+}
+
+void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot,
+                                  bool carrying, std::vector<std::string>& carry) {
   static_cast<void>(r);
+  auto keyOf = [&](const VictimEntry& e) { return std::string(scratch_.get() + e.off + kEntryHeader, e.keySize); };
   for (const VictimEntry& e : entries) {
     const auto found = index_->lookup(e.hash);
+    if (e.tombstone) {
+      // The key indexed again has a newer entry in a newer region.
+      if (carrying && !found) carry.push_back(keyOf(e));
+      continue;
+    }
     if (!found || found->loc != e.loc) continue;  // replaced, removed or never indexed
     if (config_.reinsert_hits && found->hit) {
       const char* p = scratch_.get() + e.off;
@@ -464,6 +499,7 @@ void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& en
                              std::string(p + sizeof h + h.keySize, h.valueSize), h.flags, h.expiry});
     } else {
       index_->removeIf(e.hash, e.loc);
+      if (carrying) carry.push_back(keyOf(e));
     }
   }
   counters_.regions_reclaimed.fetch_add(1, std::memory_order_relaxed);
@@ -472,22 +508,33 @@ void FlashStore::dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& en
 void FlashStore::sealAndAdvanceLocked(size_t reserve) {
   TC_DCHECK(!sealPending_ && !writeInFlight_ && !prepInFlight_);  // lockForAppend waited
   std::vector<Reinsert> hot;
+  std::vector<std::string> carry;
+  std::vector<VictimEntry> entries;
   uint64_t next;
   if (prepared_) {
     next = preparedRegion_;
-    if (!preparedEntries_.empty() || regionSeq_[next].load(std::memory_order_relaxed) != 0) {
-      dropVictimLocked(next, preparedEntries_, hot);
-    }
+    entries = std::move(preparedEntries_);
     preparedEntries_.clear();
     prepared_ = false;
   } else {
     next = pickVictimLocked();  // not read ahead: here, under the lock
-    if (regionSeq_[next].load(std::memory_order_relaxed) != 0) {
-      std::vector<VictimEntry> entries;
-      readVictim(next, entries);
-      dropVictimLocked(next, entries, hot);
+    if (regionSeq_[next].load(std::memory_order_relaxed) != 0) readVictim(next, entries);
+  }
+  bool carrying = regionSeq_[next].load(std::memory_order_relaxed) != 0 && olderRegionLiveLocked(next);
+  if (carrying) {
+    // What the region may pass on must fit the new buffer beside the
+    // append that sealed; else (a region of tombstones, a large append)
+    // the oldest region goes instead, which passes nothing on.
+    size_t bound = 0;
+    for (const VictimEntry& e : entries) bound += entryBytes(e.keySize, 0);
+    if (kRegionHeader + bound + reserve > config_.region_size) {
+      next = oldestRegionLocked();
+      entries.clear();
+      if (regionSeq_[next].load(std::memory_order_relaxed) != 0) readVictim(next, entries);
+      carrying = false;
     }
   }
+  if (regionSeq_[next].load(std::memory_order_relaxed) != 0) dropVictimLocked(next, entries, hot, carrying, carry);
   // The full buffer stays readable (its region's epoch odd) until finishIo()
   // has written it.
   sealPending_ = true;
@@ -495,12 +542,20 @@ void FlashStore::sealAndAdvanceLocked(size_t reserve) {
   sealedUsed_ = used_;
   activeSlot_ ^= 1;
   activateLocked(next);
+  // In the same hold as the activation: from the trailer's write on, a
+  // kill leaves the new buffer, not the region's old contents.
+  for (const std::string& key : carry) appendLocked(kKindTombstone, key, {}, 0, 0);
+  size_t hotTombstones = 0;  // room kept for the tombstones of hot entries not written back
+  if (carrying) {
+    for (const Reinsert& e : hot) hotTombstones += entryBytes(e.key.size(), 0);
+  }
   for (const Reinsert& e : hot) {
+    if (carrying) hotTombstones -= entryBytes(e.key.size(), 0);
     // The entries came from one region and are written back packed, but the
     // append that sealed must fit after them: a second seal would have to
     // wait for this one's write, inside the caller's operation.
-    if (used_ + entryBytes(e.key.size(), e.value.size()) + reserve > config_.region_size) {
-      index_->removeIf(e.hash, e.from);
+    if (used_ + entryBytes(e.key.size(), e.value.size()) + hotTombstones + reserve > config_.region_size) {
+      if (index_->removeIf(e.hash, e.from) && carrying) appendLocked(kKindTombstone, e.key, {}, 0, 0);
       continue;
     }
     const FlashLoc to = appendLocked(kKindValue, e.key, e.value, e.flags, e.expiry);

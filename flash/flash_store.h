@@ -155,12 +155,14 @@ class FlashStore {
 
  private:
   struct Reinsert;
-  // A value entry of a region read back for reclaim: where it is, in the
-  // region and in scratch_, and its key's hash.
+  // An entry of a region read back for reclaim: where it is, in the
+  // region and in scratch_, its key's hash and size, and its kind.
   struct VictimEntry {
     uint64_t hash;
     FlashLoc loc;
     uint32_t off;
+    uint16_t keySize;
+    bool tombstone;
   };
   uint64_t regionStart(uint64_t r) const { return FlashDevice::kAlign + r * config_.region_size; }
   uint64_t regionOf(uint64_t addr) const { return (addr - FlashDevice::kAlign) / config_.region_size; }
@@ -189,15 +191,25 @@ class FlashStore {
   void drainIo(std::unique_lock<std::mutex>& lk);
   void writeActiveLocked();
   uint64_t pickVictimLocked() const;
-  // Reads region r into scratch_ and lists its value entries; needs no
-  // lock (nobody writes r meanwhile, one reclaim at a time).
+  // Reads region r into scratch_ and lists its value entries and
+  // tombstones; needs no lock (nobody writes r meanwhile, one reclaim at a
+  // time).
   void readVictim(uint64_t r, std::vector<VictimEntry>& entries);
+  // Whether a region written before r still holds entries: then r, reclaimed
+  // out of write order (lru), must pass on its last word about each key it
+  // holds (a tombstone of a key no longer indexed, an indexed value it
+  // drops) as a tombstone, or recovery would find the older region's copy.
+  bool olderRegionLiveLocked(uint64_t r) const;
+  // The region written longest ago (or one never written), not the active one.
+  uint64_t oldestRegionLocked() const;
   // Drops the listed entries of r (still in scratch_) from the index,
   // except the hit ones (into hot, to append again). Under the lock and in
   // the same hold as r's activation: an entry dropped earlier would let a
   // later set of its key skip the tombstone, and r's old contents, still on
-  // the device, bring the older value back after a kill.
-  void dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot);
+  // the device, bring the older value back after a kill. carry: the keys
+  // whose tombstone r must pass on (olderRegionLiveLocked), when `carry`.
+  void dropVictimLocked(uint64_t r, const std::vector<VictimEntry>& entries, std::vector<Reinsert>& hot, bool carrying,
+                        std::vector<std::string>& carry);
   void activateLocked(uint64_t r);
   void tombstoneLocked(std::string_view key);
   char* slotBuf(int slot) const { return wbuf_ + static_cast<size_t>(slot) * slotLen(); }
