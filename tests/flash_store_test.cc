@@ -191,8 +191,8 @@ TEST(FlashStore, LruReclaimOutOfOrderNeverBringsBackRemovedOrReplacedValues) {
       if (i < 25) {
         EXPECT_FALSE(v) << oldKey(i) << " was removed, came back (reinsert " << reinsert << ")";
       } else if (v) {
-        EXPECT_EQ(v->value, flashValue(oldKey(i), 2, 500)) << oldKey(i) << " came back older (reinsert " << reinsert
-                                                          << ")";
+        EXPECT_EQ(v->value, flashValue(oldKey(i), 2, 500))
+            << oldKey(i) << " came back older (reinsert " << reinsert << ")";
       }
     }
     EXPECT_EQ(s.counters().checksum_failures.load(), 0u);
