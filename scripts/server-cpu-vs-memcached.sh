@@ -17,7 +17,9 @@
 #          tier (a file on /dev/shm) of 4x DRAM, memcached the same DRAM, so it
 #          misses more; the hit ratio is printed beside the throughput.
 # CPU per request = server utime+stime (/proc/PID/stat) over the measured run
-# / requests served (stats cmd_get + cmd_set over the same run).
+# / requests served (stats cmd_get + cmd_set over the same run); its user
+# and system parts are printed too, and tiercache's background threads'
+# share (tc-* threads: evictor, reaper) within them.
 # With STRACE=1 a last run per server and dataset attaches `strace -c -f` and
 # prints system calls per request (strace slows the server: its throughput
 # is not a result).
@@ -155,9 +157,9 @@ run() {  # run NAME DATASET WINDOW|KEYS PMEM_MB -> a result line
   fi
   local t0 t1 s0 s1 out
   read -r -a s0 <<<"$(stats "$port")"
-  t0=$(cpu_ticks "$pid")
+  read -r -a t0 <<<"$(cpu_split "$pid")"
   if [[ -n "$memtier" ]]; then out=$(memtier_run "$3" "$secs"); else out=$(slap_run "$3" "$secs"); fi
-  t1=$(cpu_ticks "$pid")
+  read -r -a t1 <<<"$(cpu_split "$pid")"
   read -r -a s1 <<<"$(stats "$port")"
   stop_server
   local gets=$((s1[0] - s0[0])) sets=$((s1[1] - s0[1])) hits=$((s1[2] - s0[2]))
@@ -167,8 +169,11 @@ run() {  # run NAME DATASET WINDOW|KEYS PMEM_MB -> a result line
   else
     tps=$(sed -E 's/.*TPS: ([0-9]+).*/\1/' <<<"$out")
   fi
-  awk -v w="$2" -v s="$1" -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" \
-    'BEGIN { n = g + st; printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f\n", w, s, tps, n, (g ? h / g : 0), d / hz * 1e6 / n }'
+  awk -v w="$2" -v s="$1" -v u=$((t1[0] - t0[0])) -v k=$((t1[1] - t0[1])) -v bg=$((t1[2] - t0[2])) -v hz="$(getconf CLK_TCK)" \
+    -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" \
+    'BEGIN { n = g + st; us = 1e6 / hz / n
+             printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f user_us=%.2f system_us=%.2f background_us=%.2f\n",
+                    w, s, tps, n, (g ? h / g : 0), (u + k) * us, u * us, k * us, bg * us }'
 }
 
 syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loaded run
@@ -223,6 +228,9 @@ print("%-5s throughput: tiercache %.0f ops/s, memcached %.0f ops/s, ratio %.3fx"
 print("%-5s hit ratio:  tiercache %.4f, memcached %.4f" % (w, med("tiercache", "hit_ratio"), med("memcached", "hit_ratio")))
 ct, cm = med("tiercache", "server_cpu_us_per_request"), med("memcached", "server_cpu_us_per_request")
 print("%-5s server CPU per request: tiercache %.2f us, memcached %.2f us, ratio %.3fx" % (w, ct, cm, ct / cm))
+print("%-5s   of which user / system (background threads): tiercache %.2f / %.2f (%.2f) us, memcached %.2f / %.2f us"
+      % (w, med("tiercache", "user_us"), med("tiercache", "system_us"), med("tiercache", "background_us"),
+         med("memcached", "user_us"), med("memcached", "system_us")))
 if any(r["s"] == "baseline" for r in rows):
     tb, cb = med("baseline", "ops_per_sec"), med("baseline", "server_cpu_us_per_request")
     print("%-5s against the baseline build: throughput %.3fx, server CPU per request %.2f against %.2f us, ratio %.3fx"

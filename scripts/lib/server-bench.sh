@@ -9,6 +9,17 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 # cpu_ticks PID -> utime + stime of the process in clock ticks
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# cpu_split PID -> "utime stime background": the process's user and system
+# clock ticks, and the ticks of its threads named tc-* (tiercache's
+# evictors, promoters, reaper: the work beside the request path)
+cpu_split() {
+  local bg=0 t
+  for t in /proc/"$1"/task/*; do
+    [[ "$(cat "$t/comm" 2>/dev/null)" == tc-* ]] && bg=$((bg + $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$(awk '{print $14, $15}' "/proc/$1/stat") $bg"
+}
+
 # wait_port PORT: up to 10 s for something to accept on 127.0.0.1:PORT
 wait_port() {
   for _ in $(seq 100); do
