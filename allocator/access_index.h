@@ -181,10 +181,9 @@ class AccessIndex {
   void prefetchBucket(uint64_t hash) const { __builtin_prefetch(buckets_ + kBucketBytes * bucketOf(hash)); }
   // The same plus the stripe's sequence number, for a lookup a whole server
   // pass away (Cache::prefetchIndex): by then the stripe's line may have
-  // left the cache. Not for findMany, whose lookups follow at once: its 16
-  // keys ran slower with the stripe prefetched too (4 of 4 alternating
-  // runs), while the server's 4x set ran 4.6% slower without it
-  // (docs/benchmarks.md).
+  // left the cache. Not for findMany, whose lookups follow at once: its
+  // batches ran slower with the stripe prefetched too, while the server ran
+  // slower without it (docs/benchmarks.md has both measurements).
   void prefetchLookup(uint64_t hash) const {
     const uint64_t b = bucketOf(hash);
     prefetchBucket(hash);
