@@ -32,6 +32,8 @@
 # TLB on most reads; otherwise /dev/shm),
 # BASELINE (another tiercache-server build, e.g. the parent commit's: it runs
 # beside the others in every round, and tiercache / baseline is printed too),
+# BACKGROUND_EVICTION (1, the default here: one evictor thread; 0: none, the
+# worker evicts and demotes inline, so background_us is 0),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
 # PMEM tier - it buys nothing here, where the emulated tier costs what DRAM
 # costs, and under uniform keys every promotion is paid for with a demotion).
@@ -51,6 +53,8 @@ slap="${MEMCASLAP:-/usr/bin/memcaslap}"
 memtier="${MEMTIER:-}"
 lock="${LOCK:-}"
 promotion="${PROMOTION:-0}"
+bg_eviction="${BACKGROUND_EVICTION:-1}"
+[[ "$bg_eviction" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: BACKGROUND_EVICTION must be 0 or 1, not '$bg_eviction'" >&2; exit 2; }
 baseline="${BASELINE:-}"
 client=$slap
 [[ -n "$memtier" ]] && client=$memtier
@@ -108,7 +112,7 @@ tiercache_config() {  # tiercache_config PMEM_MB
   "tiers": [{"name": "dram", "kind": "dram", "size": "${dram_mb}MiB"}$pmem],
   "allocation": {"min_size": 64, "max_size": "1MiB", "growth_factor": 1.25},
   "index": {"bucket_power": 21},
-  "background_eviction": {"enabled": true, "threads": 1},
+  "background_eviction": {"enabled": $([[ "$bg_eviction" == 1 ]] && echo true || echo false), "threads": 1},
   "promotion": {"enabled": $([[ "$1" -gt 0 && "$promotion" == 1 ]] && echo true || echo false), "hits": 2},
   "server": {"threads": 1, "max_item_size": "512KiB", "max_conns": 1024}
 }
