@@ -3,13 +3,14 @@
 // the item's sequence number to stdout, so the parent knows which sets were
 // acknowledged before the SIGKILL.
 //   tiercache_crash_child POOL_FILE durable|volatile PREFIX SEED
-//   tiercache_crash_child FLASH_FILE flash PREFIX SEED
+//   tiercache_crash_child FLASH_FILE flash|flash-lru PREFIX SEED
 // The flash mode runs a set/remove storm from four threads over 30,000 keys
 // into a DRAM cache with a flash store behind it (test::flashCacheConfig),
 // each set's value encoding key and version (test::flashValue; versions are
 // one counter across threads, a thread owns the keys k % 4 == its number).
 // After each set it writes the key's number and the version, two uint32s;
-// after each remove the same with the key's high bit set.
+// after each remove the same with the key's high bit set. flash-lru: the
+// store evicts regions by LRU and a third of the operations are gets.
 //
 // Fault seam (deterministic crash): with TIERCACHE_CRASH_AT=replace-committed
 // the child sets key PREFIX to its "old" value, acknowledges it (writes 1),
@@ -110,8 +111,13 @@ int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
   return 5;  // the seam did not fire
 }
 
-int flashStorm(const char* path, const std::string& prefix, uint64_t seed) {
-  tiercache::Cache cache(tiercache::test::flashCacheConfig(path, 64));
+// lru: the store reclaims regions by last read, not age, and a third of the
+// operations are gets, so regions are read, promoted from and reclaimed out
+// of order, their hit items carried forward.
+int flashStorm(const char* path, const std::string& prefix, uint64_t seed, bool lru) {
+  tiercache::CacheConfig config = tiercache::test::flashCacheConfig(path, 64);
+  if (lru) config.flash.region_eviction = tiercache::RegionEviction::kLru;
+  tiercache::Cache cache(config);
   std::atomic<uint32_t> nextVersion{1};
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < kFlashStormThreads; ++t) {
@@ -123,6 +129,11 @@ int flashStorm(const char* path, const std::string& prefix, uint64_t seed) {
         // effect.
         const uint32_t k = static_cast<uint32_t>(rng() % (30000 / kFlashStormThreads)) * kFlashStormThreads + t;
         const std::string key = prefix + std::to_string(k);
+        if (lru && rng() % 3 == 0) {
+          // Unacknowledged: a read changes no value, only where it lives.
+          if (auto v = cache.get(key); v && tiercache::test::flashValueVersion(key, *v) <= 0) _exit(6);
+          continue;
+        }
         const uint32_t version = nextVersion.fetch_add(1);
         uint32_t ack[2] = {k, version};
         if (rng() % 5 == 0) {
@@ -152,7 +163,9 @@ int main(int argc, char** argv) {
   if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "demote-race") == 0) {
     return demoteRaceAndCrash(argv[1], argv[3]);
   }
-  if (std::string(argv[2]) == "flash") return flashStorm(argv[1], argv[3], std::strtoull(argv[4], nullptr, 10));
+  if (std::string(argv[2]) == "flash" || std::string(argv[2]) == "flash-lru") {
+    return flashStorm(argv[1], argv[3], std::strtoull(argv[4], nullptr, 10), std::string(argv[2]) == "flash-lru");
+  }
   const bool durable = std::string(argv[2]) == "durable";
   const std::string prefix = argv[3];
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));

@@ -390,7 +390,7 @@ TEST(FlashCache, ConcurrentTrafficThroughFlashStaysConsistent) {
 // The crash child's flash storm, killed with SIGKILL once it has
 // acknowledged `killAt` sets; returns every (key, version) it acknowledged.
 std::vector<std::pair<uint32_t, uint32_t>> flashStormAndKill(const std::string& path, const std::string& prefix,
-                                                             uint64_t seed, size_t killAt) {
+                                                             uint64_t seed, size_t killAt, const char* mode = "flash") {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
@@ -399,7 +399,7 @@ std::vector<std::pair<uint32_t, uint32_t>> flashStormAndKill(const std::string& 
     close(fds[0]);
     close(fds[1]);
     const std::string seedText = std::to_string(seed);
-    execl(TIERCACHE_CRASH_CHILD, TIERCACHE_CRASH_CHILD, path.c_str(), "flash", prefix.c_str(), seedText.c_str(),
+    execl(TIERCACHE_CRASH_CHILD, TIERCACHE_CRASH_CHILD, path.c_str(), mode, prefix.c_str(), seedText.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -436,13 +436,15 @@ std::vector<std::pair<uint32_t, uint32_t>> flashStormAndKill(const std::string& 
 // never older than the last operation the child acknowledged on its key (a
 // set or remove acknowledged before the kill: its tombstone of the older
 // flash copy is kept, even if it was still in the region buffer).
-TEST(FlashCache, SigkillDuringASetStormLeavesNoTornForgedOrStaleValue) {
+void stormRounds(const char* mode) {
   TempDir dir(flashTestParent());
   const std::string path = dir.file("flash");
   std::mt19937_64 rng(7);
+  CacheConfig config = flashCacheConfig(path, 64);
+  if (std::string(mode) == "flash-lru") config.flash.region_eviction = RegionEviction::kLru;
   for (uint64_t round = 0; round < 4; ++round) {
     const size_t killAt = 30000 + rng() % 30000;
-    const auto acked = flashStormAndKill(path, "s", 11 + round, killAt);
+    const auto acked = flashStormAndKill(path, "s", 11 + round, killAt, mode);
     ASSERT_GE(acked.size(), killAt);
     std::map<uint32_t, std::set<uint32_t>> versions;  // of acknowledged sets
     std::map<uint32_t, uint32_t> last;                // the last acknowledged operation
@@ -457,7 +459,7 @@ TEST(FlashCache, SigkillDuringASetStormLeavesNoTornForgedOrStaleValue) {
       last[key] = v;
     }
     ASSERT_GT(removes, 1000u);
-    Cache cache(flashCacheConfig(path, 64));
+    Cache cache(config);
     const CacheStats s = cache.stats();
     EXPECT_GT(s.flash_recovered, 500u) << "round " << round;
     size_t recovered = 0, stale = 0;
@@ -485,6 +487,12 @@ TEST(FlashCache, SigkillDuringASetStormLeavesNoTornForgedOrStaleValue) {
     EXPECT_EQ(cache.checkConsistency(), "");
   }
 }
+
+TEST(FlashCache, SigkillDuringASetStormLeavesNoTornForgedOrStaleValue) { stormRounds("flash"); }
+
+// The same under LRU region eviction with gets: reclaim out of age order
+// and hit items carried forward must not bring an older value back either.
+TEST(FlashCache, SigkillDuringAnLruStormWithReadsLeavesNoTornForgedOrStaleValue) { stormRounds("flash-lru"); }
 
 // A set that replaces an item while the item is being demoted to flash
 // must not return while an older copy is logged without its tombstone: a
