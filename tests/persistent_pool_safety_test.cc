@@ -65,17 +65,24 @@ pid_t deadPid() {
 TEST(PersistentPoolSafety, AKilledCreationLeavesNoFileBehind) {
   TempDir dir("/dev/shm");
   const std::string pool = dir.file("tier.pool");
-  // A 256 MiB pool takes tens of milliseconds to build: kills at 1-40 ms
-  // land before, during and after creation.
+  // Kills land at fractions of one creation's time on this host, timed
+  // first: fixed delays missed it on a host that built the pool in under
+  // 5 ms (only the 1 ms kill landed before it was done).
+  const auto t0 = std::chrono::steady_clock::now();
+  { PersistentPmemTier tier(pmemTierConfig(pool, 256 * kMiB), kPmemTestSlab, options()); }
+  const auto creation = std::chrono::steady_clock::now() - t0;
   int killedBeforeDone = 0;
   for (int round = 0; round < 10; ++round) {
     ::unlink(pool.c_str());
-    int done[2];
+    int started[2], done[2];
+    ASSERT_EQ(pipe(started), 0);
     ASSERT_EQ(pipe(done), 0);
     const pid_t pid = fork();
     if (pid == 0) {
+      close(started[0]);
       close(done[0]);
       try {
+        if (write(started[1], "s", 1) != 1) _exit(3);
         PersistentPmemTier tier(pmemTierConfig(pool, 256 * kMiB), kPmemTestSlab, options());
         if (write(done[1], "d", 1) != 1) _exit(3);
         pause();
@@ -84,18 +91,23 @@ TEST(PersistentPoolSafety, AKilledCreationLeavesNoFileBehind) {
       }
       _exit(0);
     }
+    close(started[1]);
     close(done[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1 + round * 4));
+    char c;
+    ASSERT_EQ(read(started[0], &c, 1), 1);
+    close(started[0]);
+    // 0.1 to 1.2 of a creation: most land during it, the last after it.
+    std::this_thread::sleep_for(creation * (round + 1) / 8);
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    char d;
-    killedBeforeDone += read(done[0], &d, 1) != 1;
+    killedBeforeDone += read(done[0], &c, 1) != 1;
     close(done[0]);
     for (const std::string& e : dir.entries()) {
       EXPECT_EQ(e, "tier.pool") << "round " << round << ": a killed creation left '" << e << "'";
     }
   }
-  EXPECT_GE(killedBeforeDone, 2) << "the kills should land during creation";
+  EXPECT_GE(killedBeforeDone, 2) << "the kills should land during creation (one took "
+                                 << std::chrono::duration<double, std::milli>(creation).count() << " ms)";
   // Whatever the kills left opens (a complete pool) or is created.
   ::unlink(pool.c_str());
   PersistentPmemTier tier(pmemTierConfig(pool), kPmemTestSlab, options());
