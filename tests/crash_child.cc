@@ -111,13 +111,12 @@ int replaceAndCrash(const char* pool, const std::string& key, bool smallFirst) {
   return 5;  // the seam did not fire
 }
 
-// lru: the store reclaims regions by last read, not age, and a third of the
-// operations are gets, so regions are read, promoted from and reclaimed out
-// of order, their hit items carried forward.
-int flashStorm(const char* path, const std::string& prefix, uint64_t seed, bool lru) {
-  tiercache::CacheConfig config = tiercache::test::flashCacheConfig(path, 64);
-  if (lru) config.flash.region_eviction = tiercache::RegionEviction::kLru;
-  tiercache::Cache cache(config);
+// flash-lru: the store reclaims regions by last read, not age, and a third
+// of the operations are gets, so regions are read, promoted from and
+// reclaimed out of order, their hit items carried forward.
+int flashStorm(const char* path, const std::string& mode, const std::string& prefix, uint64_t seed) {
+  tiercache::Cache cache(tiercache::test::flashStormConfig(path, mode));
+  const bool reads = tiercache::test::flashStormReads(mode);
   std::atomic<uint32_t> nextVersion{1};
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < kFlashStormThreads; ++t) {
@@ -129,7 +128,7 @@ int flashStorm(const char* path, const std::string& prefix, uint64_t seed, bool 
         // effect.
         const uint32_t k = static_cast<uint32_t>(rng() % (30000 / kFlashStormThreads)) * kFlashStormThreads + t;
         const std::string key = prefix + std::to_string(k);
-        if (lru && rng() % 3 == 0) {
+        if (reads && rng() % 3 == 0) {
           // Unacknowledged: a read changes no value, only where it lives.
           if (auto v = cache.get(key); v && tiercache::test::flashValueVersion(key, *v) <= 0) _exit(6);
           continue;
@@ -163,8 +162,8 @@ int main(int argc, char** argv) {
   if (const char* at = std::getenv("TIERCACHE_CRASH_AT"); at && std::strcmp(at, "demote-race") == 0) {
     return demoteRaceAndCrash(argv[1], argv[3]);
   }
-  if (std::string(argv[2]) == "flash" || std::string(argv[2]) == "flash-lru") {
-    return flashStorm(argv[1], argv[3], std::strtoull(argv[4], nullptr, 10), std::string(argv[2]) == "flash-lru");
+  if (const std::string mode = argv[2]; mode == "flash" || mode == "flash-lru") {
+    return flashStorm(argv[1], mode, argv[3], std::strtoull(argv[4], nullptr, 10));
   }
   const bool durable = std::string(argv[2]) == "durable";
   const std::string prefix = argv[3];

@@ -26,6 +26,7 @@ namespace tiercache {
 namespace {
 
 using test::flashCacheConfig;
+using test::flashStormConfig;
 using test::flashTestParent;
 using test::flashValue;
 using test::flashValueVersion;
@@ -440,8 +441,6 @@ void stormRounds(const char* mode) {
   TempDir dir(flashTestParent());
   const std::string path = dir.file("flash");
   std::mt19937_64 rng(7);
-  CacheConfig config = flashCacheConfig(path, 64);
-  if (std::string(mode) == "flash-lru") config.flash.region_eviction = RegionEviction::kLru;
   for (uint64_t round = 0; round < 4; ++round) {
     const size_t killAt = 30000 + rng() % 30000;
     const auto acked = flashStormAndKill(path, "s", 11 + round, killAt, mode);
@@ -459,7 +458,7 @@ void stormRounds(const char* mode) {
       last[key] = v;
     }
     ASSERT_GT(removes, 1000u);
-    Cache cache(config);
+    Cache cache(flashStormConfig(path, mode));
     const CacheStats s = cache.stats();
     EXPECT_GT(s.flash_recovered, 500u) << "round " << round;
     size_t recovered = 0, stale = 0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "allocator/cache_config.h"
 #include "flash/flash_store.h"
@@ -66,6 +67,16 @@ inline CacheConfig flashCacheConfig(const std::string& path, uint64_t regions = 
   c.flash.queue_depth = 8;
   c.flash.expected_item_size = 256;
   c.reaper.enabled = false;
+  return c;
+}
+
+// The crash child's flash storm cache (tests/crash_child.cc), for the child
+// and for the parent that recovers it: mode "flash" (FIFO regions) or
+// "flash-lru" (regions evicted by LRU, the storm reads too).
+inline bool flashStormReads(std::string_view mode) { return mode == "flash-lru"; }
+inline CacheConfig flashStormConfig(const std::string& path, std::string_view mode) {
+  CacheConfig c = flashCacheConfig(path, 64);
+  if (flashStormReads(mode)) c.flash.region_eviction = RegionEviction::kLru;
   return c;
 }
 

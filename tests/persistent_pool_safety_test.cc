@@ -96,7 +96,7 @@ TEST(PersistentPoolSafety, AKilledCreationLeavesNoFileBehind) {
     char c;
     ASSERT_EQ(read(started[0], &c, 1), 1);
     close(started[0]);
-    // 0.1 to 1.2 of a creation: most land during it, the last after it.
+    // 1/8 to 10/8 of a creation: most land during it, the last after it.
     std::this_thread::sleep_for(creation * (round + 1) / 8);
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
