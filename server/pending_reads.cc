@@ -1,10 +1,6 @@
 // FlashRead / FlashReads: see pending_reads.h.
 #include "pending_reads.h"
 
-#include <event2/event.h>
-
-#include <stdexcept>
-
 namespace tiercache::server {
 
 bool FlashRead::start(Cache& cache, std::span<const std::string_view> keys, size_t first) {
@@ -33,15 +29,9 @@ void FlashRead::done() {
   for (ReadHandle& h : found_) h.reset();
 }
 
-FlashReads::FlashReads(event_base* base, Resume resume, void* ctx) : resume_(resume), ctx_(ctx) {
-  wake_ = event_new(base, -1, 0, &FlashReads::onDone, this);
-  if (wake_ == nullptr) throw std::runtime_error("event_new failed");
-}
+FlashReads::FlashReads(const Wakeup& wake, Resume resume, void* ctx) : resume_(resume), ctx_(ctx), wake_(wake) {}
 
-FlashReads::~FlashReads() {
-  drain();
-  event_free(wake_);
-}
+FlashReads::~FlashReads() { drain(); }
 
 void FlashReads::release(FlashRead* r) {
   if (r->inFlight_) {
@@ -52,12 +42,12 @@ void FlashReads::release(FlashRead* r) {
 }
 
 void FlashReads::post(FlashRead* r) {
-  // event_active under the mutex: drain() returning (and the base being
-  // freed after it) waits for this call to be over.
+  // The wake under the mutex: drain() returning (and the Wakeup being
+  // closed after it) waits for this call to be over.
   std::lock_guard<std::mutex> g(mutex_);
   done_.push_back(r);
   doneCv_.notify_one();
-  event_active(wake_, 0, 0);
+  wake_.signal();
 }
 
 void FlashReads::completed(FlashRead* r) {
@@ -71,15 +61,14 @@ void FlashReads::completed(FlashRead* r) {
   resume_(ctx_, r->conn_);
 }
 
-void FlashReads::onDone(int, short, void* self) {
-  auto* f = static_cast<FlashReads*>(self);
+void FlashReads::runCompleted() {
   {
-    std::lock_guard<std::mutex> g(f->mutex_);
-    f->scratch_.swap(f->done_);
+    std::lock_guard<std::mutex> g(mutex_);
+    scratch_.swap(done_);
   }
   // resume may close its connection (and release its own read), never another's.
-  for (FlashRead* r : f->scratch_) f->completed(r);
-  f->scratch_.clear();
+  for (FlashRead* r : scratch_) completed(r);
+  scratch_.clear();
 }
 
 void FlashReads::drain() {

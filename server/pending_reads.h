@@ -6,8 +6,8 @@
 // While such a read is in flight its connection is parked (it reads and
 // carries out nothing more, so its replies keep their order) and the worker
 // serves its other connections. The completion thread hands the finished
-// read to the worker's loop (a mutex-protected queue and event_active), and
-// the worker resumes the connection where it stopped.
+// read to the worker's loop (a mutex-protected queue and the worker's
+// Wakeup), and the worker resumes the connection where it stopped.
 //
 // Threads: a FlashRead belongs to one connection and is used by its worker,
 // except found_ (written by the completion thread while in flight) and the
@@ -27,9 +27,7 @@
 #include <vector>
 
 #include "../allocator/cache.h"
-
-struct event_base;
-struct event;
+#include "wakeup.h"
 
 namespace tiercache::server {
 
@@ -72,9 +70,9 @@ class FlashRead {
 class FlashReads {
  public:
   using Resume = void (*)(void* ctx, void* conn);
-  // resume(ctx, conn) runs on base's loop for each completed read whose
-  // connection is still open.
-  FlashReads(event_base* base, Resume resume, void* ctx);
+  // resume(ctx, conn) runs from runCompleted() for each completed read
+  // whose connection is still open; a completion signals wake.
+  FlashReads(const Wakeup& wake, Resume resume, void* ctx);
   ~FlashReads();
   FlashReads(const FlashReads&) = delete;
   FlashReads& operator=(const FlashReads&) = delete;
@@ -87,16 +85,17 @@ class FlashReads {
   // connection is released, before the loop's base and the cache go.
   void drain();
   size_t inFlight() const { return inFlight_; }
+  // The worker's loop, once woken: resumes the reads completed so far.
+  void runCompleted();
 
  private:
   friend class FlashRead;
-  static void onDone(int, short, void* self);
   void post(FlashRead* r);  // completion thread
   void completed(FlashRead* r);
 
   Resume resume_;
   void* ctx_;
-  event* wake_ = nullptr;
+  const Wakeup& wake_;
   size_t inFlight_ = 0;  // worker thread only
   std::mutex mutex_;     // done_
   std::condition_variable doneCv_;

@@ -22,6 +22,7 @@
 
 #include "output_queue.h"
 #include "pending_reads.h"
+#include "wakeup.h"
 
 namespace tiercache::server {
 
@@ -79,10 +80,16 @@ class Worker {
         state_(state),
         verbose_(verbose),
         pinBudget_(kPinsPerServer / config.threads) {
-    base_ = event_base_new();
+    // Only this worker's thread touches its base (wakeup.h): no locks.
+    event_config* cfg = event_config_new();
+    if (cfg == nullptr) throw std::runtime_error("event_config_new failed");
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+    base_ = event_base_new_with_config(cfg);
+    event_config_free(cfg);
     if (base_ == nullptr) throw std::runtime_error("event_base_new failed");
-    notify_ = event_new(base_, -1, 0, &Worker::onNotify, this);
-    if (flash) flashReads_ = std::make_unique<FlashReads>(base_, &Worker::onFlashRead, this);
+    notify_ = event_new(base_, wakeup_.fd(), EV_READ | EV_PERSIST, &Worker::onNotify, this);
+    if (notify_ == nullptr || event_add(notify_, nullptr) != 0) throw std::runtime_error("worker wakeup event failed");
+    if (flash) flashReads_ = std::make_unique<FlashReads>(wakeup_, &Worker::onFlashRead, this);
   }
   ~Worker();
 
@@ -98,11 +105,11 @@ class Worker {
       std::lock_guard<std::mutex> lock(mutex_);
       incoming_.emplace_back(fd, std::move(peer));
     }
-    event_active(notify_, 0, 0);
+    wakeup_.signal();
   }
   void drain() {
     stopping_.store(true);
-    event_active(notify_, 0, 0);
+    wakeup_.signal();
   }
 
   WorkerCounters counters;
@@ -150,6 +157,7 @@ class Worker {
   const ServerConfig& config_;
   ServerState& state_;
   bool verbose_;
+  Wakeup wakeup_;  // before base_ and flashReads_, which use it
   event_base* base_ = nullptr;
   event* notify_ = nullptr;
   event* deadline_ = nullptr;
@@ -218,7 +226,7 @@ struct Connection final : ReplySink {
 Worker::~Worker() {
   // Connections left (the loop was never run) are freed here, before the cache goes.
   finish();
-  flashReads_.reset();  // its event is on base_
+  flashReads_.reset();  // drains the reads that would signal wakeup_
   if (deadline_) event_free(deadline_);
   if (notify_) event_free(notify_);
   if (base_) event_base_free(base_);
@@ -286,7 +294,9 @@ bool Worker::defer(Connection* c) {
 
 void Worker::onNotify(int, short, void* self) {
   auto* w = static_cast<Worker*>(self);
-  w->runDeferred();  // a drain below closes connections: what they sent is answered first
+  w->wakeup_.clear();  // before taking the work, so a wake sent meanwhile runs this again
+  w->runDeferred();    // a drain below closes connections: what they sent is answered first
+  if (w->flashReads_) w->flashReads_->runCompleted();
   std::vector<std::pair<int, std::string>> fds;
   {
     std::lock_guard<std::mutex> lock(w->mutex_);

@@ -1,7 +1,6 @@
 // server/pending_reads.h: a get's flash reads complete on the worker's
 // loop, and a read whose connection closed meanwhile is freed safely.
 #include <event2/event.h>
-#include <event2/thread.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,14 +25,31 @@ void fillPastMemory(Cache& cache) {
   for (int i = 0; i < 20000; ++i) ASSERT_TRUE(cache.set(frk(i), flashValue(frk(i), 1, 1000)));
 }
 
+// A worker's loop as server.cc builds it: a lock-free base woken through a
+// Wakeup's eventfd, whose callback runs the completed reads.
 struct Loop {
   Loop() {
-    evthread_use_pthreads();  // the completion thread wakes the loop
-    base = event_base_new();
+    event_config* cfg = event_config_new();
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+    base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    woken = event_new(base, wakeup.fd(), EV_READ | EV_PERSIST, &Loop::onWake, this);
+    event_add(woken, nullptr);
   }
-  ~Loop() { event_base_free(base); }
+  ~Loop() {
+    event_free(woken);
+    event_base_free(base);
+  }
+  Wakeup wakeup;
   event_base* base;
+  event* woken;
+  FlashReads* reads = nullptr;
   std::vector<void*> resumed;
+  static void onWake(int, short, void* self) {
+    auto* l = static_cast<Loop*>(self);
+    l->wakeup.clear();
+    if (l->reads) l->reads->runCompleted();
+  }
   static void onResume(void* self, void* conn) {
     auto* l = static_cast<Loop*>(self);
     l->resumed.push_back(conn);
@@ -47,7 +63,8 @@ TEST(ServerFlashReads, MemoryHitsCompleteInlineAndFlashReadsResumeOnTheLoop) {
   fillPastMemory(cache);
   Loop loop;
   {
-    FlashReads reads(loop.base, &Loop::onResume, &loop);
+    FlashReads reads(loop.wakeup, &Loop::onResume, &loop);
+    loop.reads = &reads;
     int conn = 0;
     FlashRead* r = reads.make(&conn);
 
@@ -89,7 +106,8 @@ TEST(ServerFlashReads, AReadWhoseConnectionClosedIsFreedWhenItCompletes) {
   fillPastMemory(cache);
   Loop loop;
   {
-    FlashReads reads(loop.base, &Loop::onResume, &loop);
+    FlashReads reads(loop.wakeup, &Loop::onResume, &loop);
+    loop.reads = &reads;
     std::vector<int> conns(50);
     std::vector<std::string> owned;
     for (int i = 0; i < 50 * 4; ++i) owned.push_back(frk(i * 37 % 15000));
