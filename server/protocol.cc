@@ -243,13 +243,22 @@ bool parseU32(std::string_view s, uint32_t& out) {
 namespace {
 ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std::vector<std::string_view>& t,
                          Request& r);
+constexpr size_t kKeepTokens = 1024;  // token and key buffers up to this many are kept for the next line
 }  // namespace
 
 ParseResult parseLine(std::string_view line, Request& r, ParseOptions options) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // Both vectors keep their buffers from one request to the next: an
+  // allocation and a free per request cost as much as the parsing. One
+  // huge multiget's buffers are not kept.
+  std::vector<std::string_view> keys = std::move(r.keys);
+  keys.clear();
+  if (keys.capacity() > kKeepTokens) keys = {};
   r = Request{};
-  std::vector<std::string_view> t;
-  t.reserve(8);
+  r.keys = std::move(keys);
+  thread_local std::vector<std::string_view> t;
+  t.clear();
+  if (t.capacity() > kKeepTokens) t = {};
   // get/gets/gat/gats take any number of keys; everything else is short.
   const bool multiKey = line.starts_with("get") || line.starts_with("gat");
   if (!tokenize(line, t, multiKey ? kMaxGetLineLength : kMaxTokens)) {
