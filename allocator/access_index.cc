@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -304,14 +305,15 @@ bool AccessIndex::replaceExact(CompressedRef oldRef, CompressedRef newRef, Item*
 // stale or torn ref only makes the prefetch useless (prefetching any
 // address is harmless). A torn ref may name a slab id past the table: that
 // one is skipped, since resolving it would read past the slab table.
-void AccessIndex::prefetchChainHead(uint64_t hash) const {
+void AccessIndex::prefetchChainHead(uint64_t hash, uint32_t maxLines) const {
   const uint64_t head = bucketLink(bucketOf(hash)).load();
   if (head == CompressedRef::kNull) return;
   if (CompressedRef(head).slab(table_.slotBits()) >= table_.slabCount()) return;
-  // Header and key, and the value's first bytes, span two lines for most slots.
-  const char* p = reinterpret_cast<const char*>(table_.item(CompressedRef(head)));
-  __builtin_prefetch(p);
-  __builtin_prefetch(p + 64);
+  const CompressedRef ref(head);
+  const char* p = reinterpret_cast<const char*>(table_.item(ref));
+  const uint32_t size = table_.slab(ref.slab(table_.slotBits())).allocSize.load(std::memory_order_relaxed);
+  const uint32_t lines = std::clamp<uint32_t>((size + 63) / 64, 1, maxLines);
+  for (uint32_t i = 0; i < lines; ++i) __builtin_prefetch(p + 64 * i);
 }
 
 void AccessIndex::countRequested(CompressedRef ref, int64_t bytes) const {

@@ -189,7 +189,7 @@ class AccessIndex {
     prefetchBucket(hash);
     __builtin_prefetch(&stripes_[b & stripeMask_]);
   }
-  void prefetchChainHead(uint64_t hash) const;
+  void prefetchChainHead(uint64_t hash, uint32_t maxLines = 2) const;
   // Walks buckets [begin, end): pins every live item (for iteration), or
   // unlinks and pins every dead one (the reaper; items a slab release has
   // claimed are left to it). Appends (ref, item) pairs; returns the number
