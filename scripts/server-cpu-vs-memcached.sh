@@ -32,6 +32,7 @@
 # TLB on most reads; otherwise /dev/shm),
 # BASELINE (another tiercache-server build, e.g. the parent commit's: it runs
 # beside the others in every round, and tiercache / baseline is printed too),
+# DATASETS (fits 4x: which of the two to run),
 # BACKGROUND_EVICTION (1, the default here: one evictor thread; 0: none, the
 # worker evicts and demotes inline, so background_us is 0),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
@@ -56,6 +57,10 @@ promotion="${PROMOTION:-0}"
 bg_eviction="${BACKGROUND_EVICTION:-1}"
 [[ "$bg_eviction" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: BACKGROUND_EVICTION must be 0 or 1, not '$bg_eviction'" >&2; exit 2; }
 baseline="${BASELINE:-}"
+datasets="${DATASETS:-fits 4x}"
+for w in $datasets; do
+  [[ "$w" == fits || "$w" == 4x ]] || { echo "server-cpu-vs-memcached: DATASETS takes fits and/or 4x, not '$w'" >&2; exit 2; }
+done
 client=$slap
 [[ -n "$memtier" ]] && client=$memtier
 for b in "$tc_bin" "$mc_bin" "$client" ${baseline:+"$baseline"}; do
@@ -209,17 +214,21 @@ if [[ -n "$memtier" ]]; then
 fi
 for r in $(seq "$rounds"); do
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
-  [[ -n "$baseline" ]] && run baseline fits "$fits_win" 0 | tee -a "$results"
-  run tiercache fits "$fits_win" 0 | tee -a "$results"
-  run memcached fits "$fits_win" 0 | tee -a "$results"
-  [[ -n "$baseline" ]] && run baseline 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
-  run tiercache 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
-  run memcached 4x "$big_win" 0 | tee -a "$results"
+  if [[ " $datasets " == *" fits "* ]]; then
+    [[ -n "$baseline" ]] && run baseline fits "$fits_win" 0 | tee -a "$results"
+    run tiercache fits "$fits_win" 0 | tee -a "$results"
+    run memcached fits "$fits_win" 0 | tee -a "$results"
+  fi
+  if [[ " $datasets " == *" 4x "* ]]; then
+    [[ -n "$baseline" ]] && run baseline 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
+    run tiercache 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
+    run memcached 4x "$big_win" 0 | tee -a "$results"
+  fi
   [[ -n "$lock" ]] && exec 9>&-
 done
 
 echo "=== medians and ratios (tiercache / memcached)"
-for w in fits 4x; do
+for w in $datasets; do
   /usr/bin/python3 - "$results" "$w" <<'PY'
 import statistics, sys
 rows = [dict(kv.split("=", 1) for kv in line.split()[2:]) | {"w": line.split()[0], "s": line.split()[1]}
@@ -244,7 +253,7 @@ done
 
 if [[ "${STRACE:-0}" == 1 ]]; then
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
-  for w in fits 4x; do
+  for w in $datasets; do
     win=$fits_win pm=0
     [[ $w == 4x ]] && win=$big_win pm=$((dram_mb * 4))
     syscalls tiercache "$w" "$win" "$pm"
