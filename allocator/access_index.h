@@ -189,6 +189,7 @@ class AccessIndex {
     prefetchBucket(hash);
     __builtin_prefetch(&stripes_[b & stripeMask_]);
   }
+  // The chain head's first maxLines cache lines, no more than its slot holds.
   void prefetchChainHead(uint64_t hash, uint32_t maxLines = 2) const;
   // Walks buckets [begin, end): pins every live item (for iteration), or
   // unlinks and pins every dead one (the reaper; items a slab release has

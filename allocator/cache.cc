@@ -194,7 +194,7 @@ uint64_t Cache::prefetchIndex(std::string_view key) const {
   return hash;
 }
 
-void Cache::prefetchItem(uint64_t token) const { index_->prefetchChainHead(token, 16); }
+void Cache::prefetchItem(uint64_t token) const { index_->prefetchChainHead(token, kPrefetchItemLines); }
 
 size_t Cache::poolCount() const { return allocs_.front()->poolCount(); }
 size_t Cache::tierCount() const { return tiers_.size(); }

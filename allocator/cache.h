@@ -176,8 +176,9 @@ class Cache final : private ItemFate {
   // server worker with many ready connections): prefetchIndex(key) starts
   // loading the key's index bucket and returns a token; prefetchItem(token),
   // called once the other keys' buckets were asked for too, starts loading
-  // the item the bucket names, so the next lookups' cache misses overlap
-  // instead of following one another. Hints only: no lock, no change, no
+  // the item the bucket names (all of it up to 1 KiB: the value is read
+  // next), so the next lookups' cache misses overlap instead of following
+  // one another. Hints only: no lock, no change, no
   // check (a stale bucket makes the second prefetch useless, not wrong).
   uint64_t prefetchIndex(std::string_view key) const;
   void prefetchItem(uint64_t token) const;
@@ -372,6 +373,9 @@ class Cache final : private ItemFate {
   // allocate() finds the key's chain head for values this long or longer
   // (see there).
   static constexpr size_t kChainHeadMinValue = 256;
+  // prefetchItem's reach: 1 KiB covers the header, key and value of most
+  // server gets; a longer value streams in behind the hardware prefetcher.
+  static constexpr uint32_t kPrefetchItemLines = 16;
   // In-place sets are off where a replace must leave the old item intact:
   // a persistent tier 0 or durable sets (a crash mid-copy would lose an
   // acknowledged value), and a remove callback (it reads the old value).
