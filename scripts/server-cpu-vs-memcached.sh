@@ -19,7 +19,10 @@
 # CPU per request = server utime+stime (/proc/PID/stat) over the measured run
 # / requests served (stats cmd_get + cmd_set over the same run); its user
 # and system parts are printed too, and tiercache's background threads'
-# share (tc-* threads: evictor, reaper) within them.
+# share (tc-* threads: evictor, reaper) within them. The client's CPU per
+# request is printed too: with 2 cores the client (memtier above all) runs
+# near a full core and bounds ops/s, and it pays more for a hit (the value
+# is received and parsed) than for a miss.
 # With STRACE=1 a last run per server and dataset attaches `strace -c -f` and
 # prints system calls per request (strace slows the server: its throughput
 # is not a result).
@@ -33,6 +36,9 @@
 # BASELINE (another tiercache-server build, e.g. the parent commit's: it runs
 # beside the others in every round, and tiercache / baseline is printed too),
 # DATASETS (fits 4x: which of the two to run),
+# TIERED (1, the default: tiercache's 4x run adds the PMEM tier; 0: it gets
+# DRAM only, as memcached does, and misses as much - a control for what its
+# hits cost the client, which is the bottleneck on a 2-core host),
 # BACKGROUND_EVICTION (1, the default here: one evictor thread; 0: none, the
 # worker evicts and demotes inline, so background_us is 0),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
@@ -58,6 +64,9 @@ bg_eviction="${BACKGROUND_EVICTION:-1}"
 [[ "$bg_eviction" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: BACKGROUND_EVICTION must be 0 or 1, not '$bg_eviction'" >&2; exit 2; }
 baseline="${BASELINE:-}"
 datasets="${DATASETS:-fits 4x}"
+tiered="${TIERED:-1}"
+[[ "$tiered" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: TIERED must be 0 or 1, not '$tiered'" >&2; exit 2; }
+big_pmem=$((tiered == 1 ? dram_mb * 4 : 0))
 for w in $datasets; do
   [[ "$w" == fits || "$w" == 4x ]] || { echo "server-cpu-vs-memcached: DATASETS takes fits and/or 4x, not '$w'" >&2; exit 2; }
 done
@@ -142,7 +151,17 @@ start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
 stop_server() { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
 
 slap_run() {  # slap_run WINDOW SECONDS -> memcaslap's last line
-  "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "${1}k" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
+  timed "$slap" -s "127.0.0.1:$port" -T 1 -c "$conns" -w "${1}k" -t "${2}s" -F "$work/slap.cfg" 2>&1 | grep -E '^Run time' | tail -1
+}
+
+# timed CMD... : runs CMD and writes its CPU seconds (user + system) to
+# $work/client_cpu: the client's cost per request, beside the server's
+timed() {
+  /usr/bin/python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write("%.3f\n" % (r.ru_utime + r.ru_stime))
+sys.exit(rc)' "$work/client_cpu" "$@"
 }
 
 # memtier_run KEYS SECONDS [fill] -> memtier's "Totals" line (ops/s first)
@@ -152,7 +171,7 @@ memtier_run() {
   if [[ "${3:-}" == fill ]]; then
     "$memtier" "${args[@]}" --ratio 1:0 --key-pattern P:P -n allkeys 2>/dev/null | grep -E '^Totals' | tail -1
   else
-    "$memtier" "${args[@]}" --ratio 1:10 --key-pattern R:R --distinct-client-seed --test-time "$2" 2>/dev/null |
+    timed "$memtier" "${args[@]}" --ratio 1:10 --key-pattern R:R --distinct-client-seed --test-time "$2" 2>/dev/null |
       grep -E '^Totals' | tail -1
   fi
 }
@@ -179,10 +198,10 @@ run() {  # run NAME DATASET WINDOW|KEYS PMEM_MB -> a result line
     tps=$(sed -E 's/.*TPS: ([0-9]+).*/\1/' <<<"$out")
   fi
   awk -v w="$2" -v s="$1" -v u=$((t1[0] - t0[0])) -v k=$((t1[1] - t0[1])) -v bg=$((t1[2] - t0[2])) -v hz="$(getconf CLK_TCK)" \
-    -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" \
+    -v g="$gets" -v st="$sets" -v h="$hits" -v tps="$tps" -v cc="$(cat "$work/client_cpu")" \
     'BEGIN { n = g + st; us = 1e6 / hz / n
-             printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f user_us=%.2f system_us=%.2f background_us=%.2f\n",
-                    w, s, tps, n, (g ? h / g : 0), (u + k) * us, u * us, k * us, bg * us }'
+             printf "%s %s ops_per_sec=%d requests=%d hit_ratio=%.4f server_cpu_us_per_request=%.2f user_us=%.2f system_us=%.2f background_us=%.2f client_cpu_us=%.2f\n",
+                    w, s, tps, n, (g ? h / g : 0), (u + k) * us, u * us, k * us, bg * us, cc * 1e6 / n }'
 }
 
 syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loaded run
@@ -220,8 +239,8 @@ for r in $(seq "$rounds"); do
     run memcached fits "$fits_win" 0 | tee -a "$results"
   fi
   if [[ " $datasets " == *" 4x "* ]]; then
-    [[ -n "$baseline" ]] && run baseline 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
-    run tiercache 4x "$big_win" $((dram_mb * 4)) | tee -a "$results"
+    [[ -n "$baseline" ]] && run baseline 4x "$big_win" "$big_pmem" | tee -a "$results"
+    run tiercache 4x "$big_win" "$big_pmem" | tee -a "$results"
     run memcached 4x "$big_win" 0 | tee -a "$results"
   fi
   [[ -n "$lock" ]] && exec 9>&-
@@ -244,6 +263,8 @@ print("%-5s server CPU per request: tiercache %.2f us, memcached %.2f us, ratio 
 print("%-5s   of which user / system (background threads): tiercache %.2f / %.2f (%.2f) us, memcached %.2f / %.2f us"
       % (w, med("tiercache", "user_us"), med("tiercache", "system_us"), med("tiercache", "background_us"),
          med("memcached", "user_us"), med("memcached", "system_us")))
+print("%-5s client CPU per request (the client, not a server, bounds ops/s when it nears a core):"
+      " with tiercache %.2f us, with memcached %.2f us" % (w, med("tiercache", "client_cpu_us"), med("memcached", "client_cpu_us")))
 if any(r["s"] == "baseline" for r in rows):
     tb, cb = med("baseline", "ops_per_sec"), med("baseline", "server_cpu_us_per_request")
     print("%-5s against the baseline build: throughput %.3fx, server CPU per request %.2f against %.2f us, ratio %.3fx"
@@ -255,7 +276,7 @@ if [[ "${STRACE:-0}" == 1 ]]; then
   [[ -n "$lock" ]] && { exec 9>"$lock"; flock -x 9; }
   for w in $datasets; do
     win=$fits_win pm=0
-    [[ $w == 4x ]] && win=$big_win pm=$((dram_mb * 4))
+    [[ $w == 4x ]] && win=$big_win pm=$big_pmem
     syscalls tiercache "$w" "$win" "$pm"
     syscalls memcached "$w" "$win" 0
   done
