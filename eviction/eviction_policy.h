@@ -152,6 +152,8 @@ class EvictionPolicy {
   virtual void addBatch(const RefWord* refs, size_t n) {
     for (size_t i = 0; i < n; ++i) add(refs[i]);
   }
+  // Keys a policy hashes before its lock, per chunk of an addBatch.
+  static constexpr size_t kHashChunk = 32;
   // Returns false if ref was not a member.
   virtual bool remove(RefWord ref) = 0;
   // Removes n refs as remove() would; a policy with a list lock takes it

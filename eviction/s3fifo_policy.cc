@@ -95,6 +95,17 @@ void S3FifoPolicy::add(RefWord ref) {
   addLocked(ref, hash);
 }
 
+// A mover's batch: add() for each ref, hashed before the lock, which is taken once.
+void S3FifoPolicy::addBatch(const RefWord* refs, size_t n) {
+  uint64_t hashes[kHashChunk];
+  for (size_t at = 0; at < n; at += kHashChunk) {
+    const size_t m = std::min(n - at, kHashChunk);
+    for (size_t i = 0; i < m; ++i) hashes[i] = r_.keyHash(refs[at + i]);
+    std::lock_guard<AdaptiveMutex> g(lock_);
+    for (size_t i = 0; i < m; ++i) addLocked(refs[at + i], hashes[i]);
+  }
+}
+
 bool S3FifoPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {
   const uint64_t hash = r_.keyHash(newRef);
   std::lock_guard<AdaptiveMutex> g(lock_);

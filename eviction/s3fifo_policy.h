@@ -75,6 +75,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   S3FifoPolicy(const HookResolver& resolver, uint32_t smallPercent);
 
   void add(RefWord ref) override;
+  void addBatch(const RefWord* refs, size_t n) override;
   bool remove(RefWord ref) override;
   void removeBatch(const RefWord* refs, size_t n) override;
   bool addAndRemove(RefWord newRef, RefWord oldRef) override;

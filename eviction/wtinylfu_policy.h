@@ -60,6 +60,7 @@ class WTinyLfuPolicy final : public EvictionPolicy {
                  std::shared_ptr<const WindowSignal> signal = nullptr);
 
   void add(RefWord ref) override;
+  void addBatch(const RefWord* refs, size_t n) override;
   bool remove(RefWord ref) override;
   void removeBatch(const RefWord* refs, size_t n) override;
   bool addAndRemove(RefWord newRef, RefWord oldRef) override;

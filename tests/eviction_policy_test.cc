@@ -890,5 +890,28 @@ TEST(EvictionPolicyBatch, AddBatchAndAddAndRemoveMatchTheSingleCalls) {
   }
 }
 
+// A batch of many hashing chunks (kHashChunk, the last one short) that
+// grows W-TinyLFU's sketch part-way (past its first 1,024 members): the
+// same members and eviction order as one add() per ref.
+TEST(EvictionPolicyBatch, AddBatchPastOneHashChunkMatchesTheSingleCalls) {
+  constexpr size_t kRefs = 1100;
+  static_assert(kRefs % EvictionPolicy::kHashChunk != 0);
+  for (const char* kind : {"lru", "clock", "s3fifo", "wtinylfu"}) {
+    ArrayResolver r1(kRefs + 1), r2(kRefs + 1);
+    EvictionPolicyOptions o;
+    o.kind = kind;
+    o.lruRefreshMs = 0;
+    auto single = makeEvictionPolicy(o, r1);
+    auto batched = makeEvictionPolicy(o, r2);
+    std::vector<RefWord> refs;
+    for (size_t i = 0; i < kRefs; ++i) refs.push_back(static_cast<RefWord>((i * 37) % kRefs + 1));
+    for (RefWord ref : refs) single->add(ref);
+    batched->addBatch(refs.data(), refs.size());
+    ASSERT_EQ(batched->size(), kRefs) << kind;
+    EXPECT_EQ(batched->size(), single->size()) << kind;
+    EXPECT_EQ(drain(*batched, kRefs + 1), drain(*single, kRefs + 1)) << kind;
+  }
+}
+
 }  // namespace
 }  // namespace tiercache
