@@ -220,6 +220,18 @@ class EvictionPolicy {
     ages_.record(ageMs);
     if (observer_) observer_->evicted(ref);
   }
+  // An addBatch for a policy that hashes keys outside its lock: hashes up
+  // to kHashChunk refs, then calls addChunk(refs, hashes, count), which
+  // takes the lock once for them.
+  template <class AddChunk>
+  void forHashedChunks(const RefWord* refs, size_t n, AddChunk&& addChunk) const {
+    uint64_t hashes[kHashChunk];
+    for (size_t at = 0; at < n; at += kHashChunk) {
+      const size_t m = n - at < kHashChunk ? n - at : kHashChunk;
+      for (size_t i = 0; i < m; ++i) hashes[i] = r_.keyHash(refs[at + i]);
+      addChunk(refs + at, hashes, m);
+    }
+  }
 
   const HookResolver& r_;  // the cache's: hooks and key hashes of refs
   EvictionAgeHistogram ages_;

@@ -95,15 +95,12 @@ void S3FifoPolicy::add(RefWord ref) {
   addLocked(ref, hash);
 }
 
-// A mover's batch: add() for each ref, hashed before the lock, which is taken once.
+// A mover's batch: add() for each ref, hashed before the lock, which is taken once per chunk.
 void S3FifoPolicy::addBatch(const RefWord* refs, size_t n) {
-  uint64_t hashes[kHashChunk];
-  for (size_t at = 0; at < n; at += kHashChunk) {
-    const size_t m = std::min(n - at, kHashChunk);
-    for (size_t i = 0; i < m; ++i) hashes[i] = r_.keyHash(refs[at + i]);
+  forHashedChunks(refs, n, [&](const RefWord* chunk, const uint64_t* hashes, size_t m) {
     std::lock_guard<AdaptiveMutex> g(lock_);
-    for (size_t i = 0; i < m; ++i) addLocked(refs[at + i], hashes[i]);
-  }
+    for (size_t i = 0; i < m; ++i) addLocked(chunk[i], hashes[i]);
+  });
 }
 
 bool S3FifoPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {

@@ -81,22 +81,16 @@ void WTinyLfuPolicy::add(RefWord ref) {
 }
 
 // A mover's batch (demotions into this class): add() for each ref, with the
-// keys hashed before the lock and the lock taken once.
+// keys hashed before the lock and the lock taken once per chunk.
 void WTinyLfuPolicy::addBatch(const RefWord* refs, size_t n) {
-  uint64_t hashes[kHashChunk];
-  for (size_t at = 0; at < n; at += kHashChunk) {
-    const size_t m = std::min(n - at, kHashChunk);
-    for (size_t i = 0; i < m; ++i) hashes[i] = r_.keyHash(refs[at + i]);
+  forHashedChunks(refs, n, [&](const RefWord* chunk, const uint64_t* hashes, size_t m) {
     std::lock_guard<AdaptiveMutex> g(lock_);
     applyOwnHitsLocked();
-    FrequencySketch* sketch = sketch_.load(std::memory_order_relaxed);
     for (size_t i = 0; i < m; ++i) {
-      sketch->increment(hashes[i]);
-      addLocked(refs[at + i]);
-      // addLocked may grow the sketch; the next increment goes to the new one, as add()'s would.
-      sketch = sketch_.load(std::memory_order_relaxed);
+      sketch_.load(std::memory_order_relaxed)->increment(hashes[i]);  // addLocked may grow the sketch
+      addLocked(chunk[i]);
     }
-  }
+  });
 }
 
 bool WTinyLfuPolicy::addAndRemove(RefWord newRef, RefWord oldRef) {

@@ -15,8 +15,6 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <system_error>
 
 namespace tiercache::server {
