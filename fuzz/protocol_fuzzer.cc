@@ -7,10 +7,12 @@
 // error has a reply line (or, for an HTTP request line, is silent and
 // closes the connection) and never asks to swallow more than a value of the
 // largest length the protocol allows; a storage command says how many
-// value bytes follow.
+// value bytes follow. An input that starts with the binary magic is also
+// framed as a binary request and its "not supported" response checked.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "server/protocol.h"
@@ -27,6 +29,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   // Both key rules: the first byte's low bit picks server.strict_keys.
   const ParseOptions options{.strictKeys = size > 0 && (data[0] & 1) != 0};
+  if (size >= kBinaryHeaderBytes && data[0] == kBinaryRequestMagic) {
+    // A binary request: its response echoes opcode and opaque, and its
+    // body length frames the next request.
+    const BinaryRequestHeader h = parseBinaryHeader(in);
+    std::string reply;
+    appendBinaryNotSupported(h, reply);
+    check(reply.size() > kBinaryHeaderBytes && static_cast<unsigned char>(reply[0]) == 0x81);
+    check(h.opcode == data[1] && static_cast<unsigned char>(reply[1]) == data[1]);
+    check(reply.compare(12, 4, in.substr(12, 4)) == 0);
+    check(h.bodyBytes == (uint32_t{data[8]} << 24 | uint32_t{data[9]} << 16 | uint32_t{data[10]} << 8 | data[11]));
+  }
   Request r;
   while (!in.empty()) {
     size_t nl = in.find('\n');

@@ -178,6 +178,33 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
 
 }  // namespace
 
+BinaryRequestHeader parseBinaryHeader(std::string_view header) {
+  BinaryRequestHeader h;
+  if (header.size() < kBinaryHeaderBytes) return h;  // not a whole header: nothing to read
+  auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(header[i])); };
+  auto be32 = [&](size_t i) { return byte(i) << 24 | byte(i + 1) << 16 | byte(i + 2) << 8 | byte(i + 3); };
+  h.opcode = static_cast<uint8_t>(byte(1));
+  h.bodyBytes = be32(8);
+  h.opaque = be32(12);
+  return h;
+}
+
+void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out) {
+  static constexpr std::string_view kMessage = "binary protocol not supported: use the ASCII or meta protocol";
+  const size_t at = out.size();
+  out.resize(at + kBinaryHeaderBytes);  // zeroes: key, extras, datatype, CAS
+  auto put32 = [&](size_t i, uint32_t v) {
+    for (size_t b = 0; b < 4; ++b) out[at + i + b] = static_cast<char>(v >> (24 - 8 * b));
+  };
+  out[at] = static_cast<char>(0x81);  // response magic
+  out[at + 1] = static_cast<char>(h.opcode);
+  out[at + 6] = static_cast<char>(kBinaryStatusNotSupported >> 8);
+  out[at + 7] = static_cast<char>(kBinaryStatusNotSupported & 0xff);
+  put32(8, static_cast<uint32_t>(kMessage.size()));
+  put32(12, h.opaque);
+  out.append(kMessage);
+}
+
 bool decodeBase64(std::string_view in, std::string& out) {
   auto value = [](char c) -> int {
     if (c >= 'A' && c <= 'Z') return c - 'A';

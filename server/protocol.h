@@ -120,6 +120,26 @@ struct ParseOptions {
 
 ParseResult parseLine(std::string_view line, Request& out, ParseOptions options = {});
 
+// The binary protocol is not served, but its requests are framed: a
+// request starting with kBinaryRequestMagic has a 24-byte header whose body
+// length says where the next request starts. Each one is answered with a
+// binary "not supported" response, so a binary client reports a clear
+// error at once (not a timeout) and stays in step; the body is discarded
+// unread. Nothing an ASCII client sends starts with this byte.
+inline constexpr unsigned char kBinaryRequestMagic = 0x80;
+inline constexpr size_t kBinaryHeaderBytes = 24;
+inline constexpr uint16_t kBinaryStatusNotSupported = 0x83;
+struct BinaryRequestHeader {
+  uint8_t opcode = 0;
+  uint32_t bodyBytes = 0;  // extras + key + value: what follows the header
+  uint32_t opaque = 0;     // echoed in the response
+};
+// The fields of a whole header (a shorter `header` gives zeroes).
+BinaryRequestHeader parseBinaryHeader(std::string_view header);
+// Appends the response to `out`: a 24-byte header (status
+// kBinaryStatusNotSupported, the request's opcode and opaque) and a message.
+void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out);
+
 // Standard base64 (RFC 4648 alphabet, "=" padding required) into `out`;
 // false for anything else. Meta commands' `b` flag: the key token is the
 // base64 form of a binary key (parseLine checks that it decodes; the

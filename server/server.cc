@@ -146,6 +146,7 @@ class Worker {
   void process(Connection* c);
   bool processOne(Connection* c);  // false: wait for more input (or closing)
   bool lineRequest(Connection* c, std::string_view line);
+  bool binaryRequest(Connection* c);
   // Writes queued output until done or the socket is full; false on a socket error.
   bool flush(Connection* c);
   // The last step of every callback: writes, closes, or sets which events c waits for.
@@ -584,6 +585,7 @@ bool Worker::processOne(Connection* c) {
     case Connection::State::kLine:
       break;
   }
+  if (avail > 0 && static_cast<unsigned char>(at[0]) == kBinaryRequestMagic) return binaryRequest(c);
   const size_t maxLine = maxLineLength(std::string_view(at, std::min<size_t>(avail, 3)));
   const char* eol = avail > 0 ? static_cast<const char*>(std::memchr(at, '\n', avail)) : nullptr;
   if (eol == nullptr || static_cast<size_t>(eol - at) > maxLine) {
@@ -598,6 +600,25 @@ bool Worker::processOne(Connection* c) {
   const size_t lineLen = static_cast<size_t>(eol - at);
   c->inStart += lineLen + 1;
   return lineRequest(c, std::string_view(at, lineLen));
+}
+
+// A binary-protocol request: answered "not supported" once its header is
+// in, its body discarded as it arrives (kSwallow), so the client gets an
+// error it can read and the next request is framed where it starts.
+bool Worker::binaryRequest(Connection* c) {
+  if (c->available() < kBinaryHeaderBytes) return false;
+  const BinaryRequestHeader h = parseBinaryHeader(std::string_view(c->in.get() + c->inStart, kBinaryHeaderBytes));
+  c->inStart += kBinaryHeaderBytes;
+  counters.add(counters.protocol_errors);
+  if (verbose_) logLine(c->peer + ": binary protocol request (opcode " + std::to_string(h.opcode) + "), not supported");
+  std::string reply;
+  appendBinaryNotSupported(h, reply);
+  c->add(reply);
+  if (h.bodyBytes > 0) {
+    c->state = Connection::State::kSwallow;
+    c->remaining = h.bodyBytes;
+  }
+  return true;
 }
 
 // One request line, its bytes still in the input buffer (valid until the

@@ -248,6 +248,30 @@ TEST(ServerProtocol, DebugTimeTakesOneSignedNumber) {
   EXPECT_EQ(parse("debugtime 1 2", r).error, "ERROR");
 }
 
+TEST(ServerProtocol, BinaryRequestIsFramedAndAnsweredNotSupported) {
+  // A GETK header: key length 3, body 3 bytes, opaque 0xdeadbeef, CAS set.
+  const std::string header(
+      "\x80\x0c\x00\x03\x00\x00\x00\x00\x00\x00\x00\x03\xde\xad\xbe\xef"
+      "\x01\x02\x03\x04\x05\x06\x07\x08",
+      kBinaryHeaderBytes);
+  const BinaryRequestHeader h = parseBinaryHeader(header);
+  EXPECT_EQ(h.opcode, 0x0c);
+  EXPECT_EQ(h.bodyBytes, 3u);
+  EXPECT_EQ(h.opaque, 0xdeadbeefu);
+  std::string out = "before";
+  appendBinaryNotSupported(h, out);
+  const std::string_view message = "binary protocol not supported: use the ASCII or meta protocol";
+  ASSERT_EQ(out.size(), 6 + kBinaryHeaderBytes + message.size());
+  const std::string expected = std::string("before\x81\x0c\x00\x00\x00\x00\x00\x83\x00\x00\x00", 17) +
+                               static_cast<char>(message.size()) + "\xde\xad\xbe\xef" + std::string(8, '\0') +
+                               std::string(message);
+  EXPECT_EQ(out, expected);
+  // A short header reads as zeroes, never past its end.
+  const BinaryRequestHeader partial = parseBinaryHeader(header.substr(0, 10));
+  EXPECT_EQ(partial.bodyBytes, 0u);
+  EXPECT_EQ(partial.opaque, 0u);
+}
+
 TEST(ServerLeases, MarksBelongToOneVersionAndStayBounded) {
   LeaseMarks marks;
   EXPECT_TRUE(marks.empty());

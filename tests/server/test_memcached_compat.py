@@ -82,6 +82,21 @@ class LibmemcachedTestTools(unittest.TestCase):
         # Its keys hold control bytes: every one of its sets was once refused.
         self.assertEqual(stat(self.server, "protocol_errors"), before)
 
+    def test_binary_client_gets_an_error_not_a_timeout(self):
+        # The binary protocol is not served. libmemcached's --binary tools
+        # once waited out their 4 s poll for a reply that never came (the
+        # header has no newline); now the "not supported" response comes at
+        # once, and libmemcached reports an unknown status as a read failure.
+        path = os.path.join(self.server.tmp.name, "binary-value")
+        with open(path, "wb") as f:
+            f.write(b"hello\n")
+        r = subprocess.run(["memccp", "--binary", "--servers=127.0.0.1:%d" % self.server.port, path],
+                           capture_output=True, timeout=60)
+        err = (r.stdout + r.stderr).decode(errors="replace")
+        self.assertNotEqual(r.returncode, 0, err)
+        self.assertIn("UNKNOWN READ FAILURE", err)
+        self.assertNotIn("TIMEOUT", err)
+
 
 class MemcachedSemantics(unittest.TestCase):
     @classmethod
@@ -98,6 +113,33 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"mn noreply\r\n"), b"MN\r\n")
             self.assertEqual(request(s, b"verbosity\r\n"), b"ERROR\r\n")
             self.assertEqual(request(s, b"verbosity 1 noreply\r\nmn\r\n"), b"MN\r\n")
+
+    def test_binary_requests_are_answered_not_supported_in_step(self):
+        import struct
+        message = b"binary protocol not supported: use the ASCII or meta protocol"
+
+        def binary(opcode, opaque, extras=b"", key=b"", value=b""):
+            body = extras + key + value
+            return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, len(body), opaque, 0) + body
+
+        def response(opcode, opaque):
+            return struct.pack(">BBHBBHIIQ", 0x81, opcode, 0, 0, 0, 0x83, len(message), opaque, 0) + message
+
+        before = stat(self.server, "protocol_errors")
+        with self.server.connect() as s:
+            # A set whose value holds the ASCII line end, a quiet get, then ASCII on the same connection.
+            value = b"v\r\nget bin-k\r\n" + bytes(range(256)) * 40
+            s.sendall(binary(0x01, 0x11223344, struct.pack(">II", 7, 0), b"bin-k", value) + binary(0x09, 7, key=b"bin-k"))
+            expected = response(0x01, 0x11223344) + response(0x09, 7)
+            self.assertEqual(request(s, b"mn\r\n", b"MN\r\n"), expected + b"MN\r\n")
+            # A header in two parts is answered once it is whole.
+            head = binary(0x0b, 0xabcdef01)
+            s.sendall(head[:10])
+            self.assertEqual(quiet(s), b"")
+            self.assertEqual(request(s, head[10:] + b"mn\r\n", b"MN\r\n"), response(0x0b, 0xabcdef01) + b"MN\r\n")
+            # Nothing was stored by the binary set.
+            self.assertEqual(request(s, b"get bin-k\r\n", b"END\r\n"), b"END\r\n")
+        self.assertEqual(stat(self.server, "protocol_errors"), before + 3)
 
     def test_http_request_is_hung_up_on(self):
         # memcached's t/malicious-commands.t: no reply, the connection closes.
