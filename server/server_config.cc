@@ -68,7 +68,9 @@ const config::Schema& schema() {
               {.name = "idle_timeout",
                .type = Type::kCount,
                .description = "Seconds a connection may stay without sending a request (or without draining its "
-                              "replies) before it is closed; 0 = never.",
+                              "replies) before it is closed; 0 = never, as memcached: clients keep idle pooled "
+                              "connections and fail a request on one the server closed. TCP keepalive closes "
+                              "half-open ones either way.",
                .field = SERVER_FIELD(c.idle_timeout),
                .max = 30 * 24 * 3600},
               {.name = "strict_keys",

@@ -21,7 +21,7 @@ struct ServerConfig {
   uint32_t threads = 4;               // worker threads, each owning its connections
   uint32_t max_conns = 1024;          // open client connections; one more is told and closed
   uint64_t max_item_size = 1u << 20;  // largest value a client may store (bytes)
-  uint32_t idle_timeout = 300;        // seconds without a request before a connection is closed; 0 = never
+  uint32_t idle_timeout = 0;          // seconds without a request before a connection is closed; 0 = never (memcached)
   bool strict_keys = false;           // refuse control bytes in keys (memcached accepts all but space and NUL)
   bool flush_all_enabled = true;      // false: flush_all is refused (memcached -F)
   uint32_t reqs_per_event = 0;        // requests per wake-up before a connection gives way; 0 = no limit

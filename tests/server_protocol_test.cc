@@ -306,6 +306,10 @@ TEST(ServerConfig, DefaultsAndParsedValues) {
   EXPECT_EQ(c.listen, "::1");
   EXPECT_EQ(c.threads, 2u);
   EXPECT_EQ(ServerConfig::fromJsonString("{}").listen, "127.0.0.1");  // loopback unless asked
+  // Idle connections stay open, as memcached keeps them: a client's pooled
+  // connection closed under it fails the client's next request.
+  EXPECT_EQ(ServerConfig::fromJsonString("{}").idle_timeout, 0u);
+  EXPECT_EQ(ServerConfig::fromJsonFile(std::string(TIERCACHE_SOURCE_DIR) + "/configs/server.json").idle_timeout, 0u);
 }
 
 TEST(ServerConfig, ErrorsNameTheField) {
