@@ -169,6 +169,8 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("item_size_max", config_.max_item_size);
     stat("idle_timeout", static_cast<uint64_t>(config_.idle_timeout));
     stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
+    stat("reqs_per_event", static_cast<uint64_t>(config_.reqs_per_event));
+    stat("flush_enabled", std::string_view(config_.flush_all_enabled ? "yes" : "no"));
   } else if (r.statsArgs.starts_with("cachedump")) {
     if (!cachedump(r.statsArgs, cs, s)) {
       c.add(c.protocol_errors);

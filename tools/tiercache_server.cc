@@ -1,20 +1,32 @@
 // tiercache-server: a Cache behind the memcached text protocol.
 //
 //   tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR]
-//                    [-t|--threads N] [-c|--max-conns N] [-v]
+//                    [-t|--threads N] [-c|--max-conns N] [-m|--memory-limit MB]
+//                    [-I|--max-item-size SIZE] [-u|--user NAME] [-U|--udp-port 0]
+//                    [-F] [-R N] [-B ascii|auto] [-v] [-V] [--help]
 //
 // Without --config it reads configs/server.json from the install (and, when
 // run from a build tree, from the source tree). Flags override the config's
-// "server" object and are validated by the same rules. SIGTERM/SIGINT stop
-// it cleanly: no new connections, queued replies written, cache closed (a
-// persistent tier then restarts warm). Exit status: 0 after a clean stop,
-// 2 for a usage or config error, 1 for a start-up failure.
+// "server" object (and -m tier 0's size) and are validated by the same
+// rules. The flags memcached operators pass (-m -p -l -t -c -I -u -U -F -R
+// -B -v -V) mean what they mean to memcached, so a usual memcached
+// command line works as it is (-I up to what the config's allocation
+// classes hold); memcached flags with no counterpart here (-d, -s, -o,
+// ...) are refused with a reason, never ignored.
+// SIGTERM/SIGINT stop it cleanly: no new connections, queued replies
+// written, cache closed (a persistent tier then restarts warm). Exit
+// status: 0 after a clean stop, 2 for a usage or config error, 1 for a
+// start-up failure.
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "allocator/cache.h"
@@ -27,29 +39,178 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR] [-t|--threads N]\n"
-    "                        [-c|--max-conns N] [-v] [--help]\n"
+    "                        [-c|--max-conns N] [-m|--memory-limit MB] [-I|--max-item-size SIZE]\n"
+    "                        [-u|--user NAME] [-U|--udp-port 0] [-F] [-R N] [-B ascii|auto]\n"
+    "                        [-v] [-V|--version] [--help]\n"
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
-    "  --config FILE     cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
-    "  -p, --port N      TCP port (server.port; 0 = any free port, printed at start)\n"
-    "  -l, --listen ADDR address to listen on (server.listen; default 127.0.0.1)\n"
-    "  -t, --threads N   worker threads (server.threads)\n"
-    "  -c, --max-conns N open connections at most (server.max_conns)\n"
-    "  -v                log connections and errors to stderr\n";
+    "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
+    "  -p, --port N           TCP port (server.port; 0 = any free port, printed at start)\n"
+    "  -l, --listen ADDR      address to listen on (server.listen; default 127.0.0.1)\n"
+    "  -t, --threads N        worker threads (server.threads)\n"
+    "  -c, --max-conns N      open connections at most (server.max_conns)\n"
+    "  -m, --memory-limit MB  size of tier 0 (DRAM) in MiB, as memcached's -m (tiers[0].size)\n"
+    "  -I, --max-item-size S  largest value, bytes or with k/m suffix as memcached's -I (server.max_item_size)\n"
+    "  -u, --user NAME        started as root: run as NAME once the cache and the socket are set up\n"
+    "  -U, --udp-port 0       UDP is not served; 0 (memcached's default) is accepted\n"
+    "  -F, --disable-flush-all  refuse flush_all (server.flush_all_enabled false)\n"
+    "  -R, --max-reqs-per-event N  requests per wake-up before a connection gives way (server.reqs_per_event)\n"
+    "  -B, --protocol P       ascii or auto (binary requests are answered \"not supported\")\n"
+    "  -v                     log connections and errors to stderr\n"
+    "  -V, --version          print the version and exit\n";
 
 bool exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
 
+bool usageError(const std::string& message) {
+  std::cerr << "tiercache-server: " << message << "\n" << kUsage;
+  return false;
+}
+
 // A whole decimal number for a flag, or a usage error naming the flag.
 bool flagNumber(const std::string& flag, const char* text, uint32_t& out) {
   uint32_t v;
   if (text == nullptr || !tiercache::server::parseU32(text, v)) {
-    std::cerr << "tiercache-server: " << flag << " needs a whole number, got '" << (text ? text : "") << "'\n"
-              << kUsage;
-    return false;
+    return usageError(flag + " needs a whole number, got '" + (text ? text : "") + "'");
   }
   out = v;
+  return true;
+}
+
+// memcached's -I: bytes, or a number with a k or m suffix (KiB, MiB).
+bool flagSize(const std::string& flag, const char* text, uint64_t& out) {
+  std::string t = text ? text : "";
+  uint64_t unit = 1;
+  if (!t.empty() && (t.back() == 'k' || t.back() == 'K'))
+    unit = 1024, t.pop_back();
+  else if (!t.empty() && (t.back() == 'm' || t.back() == 'M'))
+    unit = 1024 * 1024, t.pop_back();
+  uint64_t v;
+  if (!tiercache::server::parseU64(t, v) || v > (uint64_t{1} << 40) / unit) {
+    return usageError(flag + " needs a size in bytes (or with a k or m suffix), got '" + (text ? text : "") + "'");
+  }
+  out = v * unit;
+  return true;
+}
+
+// memcached flags with no counterpart here: refused with what to do instead.
+const char* unsupportedMemcachedFlag(const std::string& a) {
+  if (a == "-d" || a == "--daemon")
+    return "it runs in the foreground only (start it under systemd, or start-stop-daemon --background)";
+  if (a == "-s" || a == "--unix-socket" || a == "-a" || a == "--unix-mask") return "it serves TCP only, no unix socket";
+  if (a == "-o" || a == "--extended")
+    return "set such options in the config file (docs/server.md, docs/configuration.md)";
+  if (a == "-P" || a == "--pidfile") return "it writes no pid file (the service manager keeps the pid)";
+  if (a == "-f" || a == "--slab-growth-factor" || a == "-n" || a == "--slab-min-size")
+    return "allocation classes come from the config (allocation.growth_factor, allocation.min_size)";
+  if (a == "-k" || a == "--lock-memory" || a == "-L" || a == "--enable-largepages")
+    return "memory comes from the tiers of the config";
+  if (a == "-S" || a == "--enable-sasl" || a == "-Y" || a == "--auth-file")
+    return "it has no authentication (SASL, auth files)";
+  if (a == "-A" || a == "--enable-shutdown") return "it takes no shutdown command (stop it with SIGTERM)";
+  if (a == "-M" || a == "--disable-evictions") return "it always evicts when full";
+  if (a == "-C" || a == "--disable-cas") return "CAS tokens are always kept (there is no per-item memory to save)";
+  if (a == "-r" || a == "--enable-coredumps" || a == "-b" || a == "--listen-backlog" || a == "-e" ||
+      a == "--memory-file")
+    return "it has no counterpart for this flag";
+  return nullptr;
+}
+
+// What the command line asks for; applied after the config file is read.
+struct Flags {
+  std::string configPath;
+  bool verbose = false;
+  std::optional<uint32_t> port, threads, maxConns, memoryMb, reqsPerEvent;
+  std::optional<uint64_t> maxItemSize;
+  std::optional<std::string> listen, user;
+  bool disableFlushAll = false;
+};
+
+// Parses argv into `f`; returns 0 to go on, else the exit status (--help and
+// -V exit 0 after printing, usage errors 2).
+int parseFlags(int argc, char** argv, Flags& f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    auto text = [&](const char* what, std::optional<std::string>& to) {
+      const char* v = next();
+      if (!v) return usageError(a + " needs " + what);
+      to = v;
+      return true;
+    };
+    auto number = [&](std::optional<uint32_t>& to) {
+      uint32_t n = 0;
+      if (!flagNumber(a, next(), n)) return false;
+      to = n;
+      return true;
+    };
+    bool ok = true;
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return -1;
+    } else if (a == "-V" || a == "--version") {
+      std::cout << "tiercache-server " << tiercache::server::CommandHandler::kVersion << "\n";
+      return -1;
+    } else if (a == "--config") {
+      std::optional<std::string> path;
+      ok = text("a file", path);
+      if (ok) f.configPath = *path;
+    } else if (a == "-p" || a == "--port") {
+      ok = number(f.port);
+    } else if (a == "-l" || a == "--listen") {
+      ok = text("an address", f.listen);
+    } else if (a == "-t" || a == "--threads") {
+      ok = number(f.threads);
+    } else if (a == "-c" || a == "--max-conns") {
+      ok = number(f.maxConns);
+    } else if (a == "-m" || a == "--memory-limit") {
+      ok = number(f.memoryMb);
+    } else if (a == "-R" || a == "--max-reqs-per-event") {
+      ok = number(f.reqsPerEvent);
+    } else if (a == "-I" || a == "--max-item-size") {
+      uint64_t n = 0;
+      ok = flagSize(a, next(), n);
+      if (ok) f.maxItemSize = n;
+    } else if (a == "-u" || a == "--user") {
+      ok = text("a user name", f.user);
+    } else if (a == "-U" || a == "--udp-port") {
+      std::optional<uint32_t> udp;
+      ok = number(udp) && (*udp == 0 || usageError(a + " " + std::to_string(*udp) +
+                                                   ": UDP is not served (only -U 0, memcached's default, is taken)"));
+    } else if (a == "-B" || a == "--protocol") {
+      std::optional<std::string> proto;
+      ok = text("ascii or auto", proto) &&
+           (*proto == "ascii" || *proto == "auto" ||
+            usageError(a + " " + *proto + ": the binary protocol is not served (ascii or auto are taken)"));
+    } else if (a == "-F" || a == "--disable-flush-all") {
+      f.disableFlushAll = true;
+    } else if (a == "-v" || a == "-vv" || a == "-vvv" || a == "--verbose") {
+      f.verbose = true;
+    } else if (const char* why = unsupportedMemcachedFlag(a)) {
+      ok = usageError("memcached's " + a + " is not taken: " + why);
+    } else {
+      ok = usageError("unknown argument '" + a + "'");
+    }
+    if (!ok) return 2;
+  }
+  return 0;
+}
+
+// Started as root with -u: the user's groups, group and user from here on
+// (memcached's -u). The cache's files and the socket are already open.
+bool dropPrivileges(const std::string& name) {
+  if (::geteuid() != 0) return true;  // not root: nothing to give up (memcached ignores -u then too)
+  errno = 0;
+  const passwd* pw = ::getpwnam(name.c_str());
+  if (pw == nullptr) {
+    std::cerr << "tiercache-server: -u " << name << ": no such user\n";
+    return false;
+  }
+  if (::initgroups(pw->pw_name, pw->pw_gid) != 0 || ::setgid(pw->pw_gid) != 0 || ::setuid(pw->pw_uid) != 0) {
+    std::cerr << "tiercache-server: -u " << name << ": cannot switch to the user: " << std::strerror(errno) << "\n";
+    return false;
+  }
   return true;
 }
 
@@ -57,42 +218,9 @@ bool flagNumber(const std::string& flag, const char* text, uint32_t& out) {
 
 int main(int argc, char** argv) {
   using tiercache::server::ServerConfig;
-  std::string configPath;
-  bool verbose = false;
-  // Flags are applied after the file is read; remember them first.
-  std::optional<uint32_t> port, threads, maxConns;
-  std::optional<std::string> listen;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    uint32_t n = 0;
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (a == "--config") {
-      const char* v = next();
-      if (!v) { std::cerr << "tiercache-server: --config needs a file\n" << kUsage; return 2; }
-      configPath = v;
-    } else if (a == "-p" || a == "--port") {
-      if (!flagNumber(a, next(), n)) return 2;
-      port = n;
-    } else if (a == "-l" || a == "--listen") {
-      const char* v = next();
-      if (!v) { std::cerr << "tiercache-server: " << a << " needs an address\n" << kUsage; return 2; }
-      listen = v;
-    } else if (a == "-t" || a == "--threads") {
-      if (!flagNumber(a, next(), n)) return 2;
-      threads = n;
-    } else if (a == "-c" || a == "--max-conns") {
-      if (!flagNumber(a, next(), n)) return 2;
-      maxConns = n;
-    } else if (a == "-v" || a == "-vv" || a == "--verbose") {
-      verbose = true;
-    } else {
-      std::cerr << "tiercache-server: unknown argument '" << a << "'\n" << kUsage;
-      return 2;
-    }
-  }
+  Flags flags;
+  if (const int status = parseFlags(argc, argv, flags); status != 0) return status < 0 ? 0 : status;
+  std::string& configPath = flags.configPath;
   if (configPath.empty()) {
     // The install this binary belongs to (prefix/bin/.. /share/...), wherever it
     // was installed to; then the configured prefix; then the source tree (a build tree).
@@ -118,11 +246,24 @@ int main(int argc, char** argv) {
   try {
     cacheConfig = tiercache::CacheConfig::fromJsonFile(configPath);
     config = ServerConfig::fromJsonFile(configPath);
-    if (port) config.port = *port;
-    if (listen) config.listen = *listen;
-    if (threads) config.threads = *threads;
-    if (maxConns) config.max_conns = *maxConns;
+    if (flags.port) config.port = *flags.port;
+    if (flags.listen) config.listen = *flags.listen;
+    if (flags.threads) config.threads = *flags.threads;
+    if (flags.maxConns) config.max_conns = *flags.maxConns;
+    if (flags.maxItemSize) config.max_item_size = *flags.maxItemSize;
+    if (flags.reqsPerEvent) config.reqs_per_event = *flags.reqsPerEvent;
+    if (flags.disableFlushAll) config.flush_all_enabled = false;
     config.validate();
+    if (flags.memoryMb) {
+      // memcached's -m: the memory the cache holds items in, here tier 0's.
+      tiercache::TierConfig& t0 = cacheConfig.tiers.at(0);
+      if (t0.kind != tiercache::TierKind::kDram) {
+        throw tiercache::ConfigError("-m", "tiers[0] (" + t0.name + ") is not a dram tier; set its size in the config");
+      }
+      t0.size = uint64_t{*flags.memoryMb} << 20;
+      t0.ratio = 0;
+      cacheConfig.validate();
+    }
   } catch (const tiercache::ConfigError& e) {
     std::cerr << "tiercache-server: " << e.what() << "\n";
     return 2;
@@ -143,8 +284,9 @@ int main(int argc, char** argv) {
                 << " bytes with a 250-byte key; raise allocation.max_size or slab_size)\n";
       return 2;
     }
-    tiercache::server::Server server(cache, config, verbose);
+    tiercache::server::Server server(cache, config, flags.verbose);
     const uint16_t bound = server.listen();
+    if (flags.user && !dropPrivileges(*flags.user)) return 1;
     // One line on stdout so that scripts started with port 0 learn the port.
     std::printf("tiercache-server listening on %s port %u (%u threads, config %s)\n", config.listen.c_str(),
                 static_cast<unsigned>(bound), config.threads, configPath.c_str());

@@ -494,6 +494,58 @@ class Limits(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn(b"server.max_conn: unknown key", r.stderr)
 
+    def test_memcached_command_line_flags(self):
+        # A memcached command line works as it is: -m sizes tier 0 (DRAM),
+        # -I, -c, -F, -R set the server's options, -U 0 and -B ascii are
+        # taken (neither UDP nor the binary protocol is served).
+        args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv"]
+        with Server(args=args) as server, server.connect() as s:
+            settings = request(s, b"stats settings\r\n", b"END\r\n").decode()
+            self.assertIn("STAT item_size_max 524288\r\n", settings)
+            self.assertIn("STAT maxconns 100\r\n", settings)
+            self.assertIn("STAT reqs_per_event 20\r\n", settings)
+            self.assertIn("STAT flush_enabled no\r\n", settings)
+            general = request(s, b"stats\r\n", b"END\r\n").decode()
+            self.assertIn("STAT limit_maxbytes %d\r\n" % ((48 + 64) << 20), general)  # -m 48 + the 64 MiB tier 1
+            self.assertEqual(request(s, b"flush_all\r\n"), b"CLIENT_ERROR flush_all not allowed\r\n")
+            self.assertEqual(request(s, b"set k 0 0 1\r\nv\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"get k\r\n", b"END\r\n"), b"VALUE k 0 1\r\nv\r\nEND\r\n")
+            self.assertEqual(request(s, b"set big 0 0 524289\r\n" + b"x" * 524289 + b"\r\n"),
+                             b"SERVER_ERROR object too large for cache\r\n")
+
+    @unittest.skipUnless(os.geteuid() == 0, "dropping privileges needs root")
+    def test_user_flag_drops_root_after_start(self):
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+        with Server(args=["-u", "nobody"]) as server:
+            with open("/proc/%d/status" % server.proc.pid) as f:
+                status = f.read()
+            self.assertRegex(status, r"\nUid:\t%d\t%d\t%d\t%d\n" % ((nobody.pw_uid,) * 4))
+            self.assertRegex(status, r"\nGid:\t%d\t%d\t%d\t%d\n" % ((nobody.pw_gid,) * 4))
+            with server.connect() as s:
+                self.assertEqual(request(s, b"set k 0 0 2\r\nab\r\nget k\r\n", b"END\r\n"),
+                                 b"STORED\r\nVALUE k 0 2\r\nab\r\nEND\r\n")
+        from server_harness import SERVER
+        r = subprocess.run([SERVER, "-p", "0", "-u", "no-such-user-here"], capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"-u no-such-user-here: no such user", r.stderr)
+
+    def test_memcached_flags_without_a_counterpart_are_refused(self):
+        from server_harness import SERVER
+        for args, why in ((["-d"], b"memcached's -d is not taken: it runs in the foreground only"),
+                          (["-s", "/tmp/mc.sock"], b"memcached's -s is not taken: it serves TCP only"),
+                          (["-o", "modern"], b"memcached's -o is not taken: set such options in the config file"),
+                          (["-C"], b"memcached's -C is not taken: CAS tokens are always kept"),
+                          (["-U", "11211"], b"-U 11211: UDP is not served"),
+                          (["-B", "binary"], b"-B binary: the binary protocol is not served"),
+                          (["-I", "2z"], b"-I needs a size in bytes (or with a k or m suffix), got '2z'"),
+                          (["-m", "lots"], b"-m needs a whole number, got 'lots'")):
+            r = subprocess.run([SERVER, *args], capture_output=True, timeout=30)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(b"tiercache-server: " + why, r.stderr, args)
+        r = subprocess.run([SERVER, "-V"], capture_output=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout), (0, b"tiercache-server 1.6.21-tiercache-0.1.0\n"))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
