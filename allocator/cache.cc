@@ -616,6 +616,11 @@ std::string Cache::checkConsistency() const {
 std::string_view ReadHandle::key() const { return item_->key(); }
 std::string_view ReadHandle::value() const { return item_->value(); }
 uint32_t ReadHandle::tier() const { return cache_->table_->tierOf(ref_); }
+ReadHandle::Placement ReadHandle::placement() const {
+  const AllocationClass* c = cache_->table_->owner(ref_);
+  if (c == nullptr) return {};  // not in a slab (a value read back from flash)
+  return {c->pool(), c->id(), c->allocSize()};
+}
 
 ReadHandle::ReadHandle(Cache* cache, Item* item, CompressedRef ref, std::atomic<const void*>* hazard)
     : cache_(cache), item_(item), ref_(ref), hazard_(hazard) {

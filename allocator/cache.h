@@ -240,6 +240,12 @@ class Cache final : private ItemFate {
   // removed or moved meanwhile may be missed. fn runs with no cache lock
   // held (the handle pins the item) and may call into the cache.
   void forEachItem(const std::function<void(const ReadHandle&)>& fn);
+  // The same walk in steps, for a caller that must not hold its thread for
+  // the whole of a large cache (the server's key dump): visits the items of
+  // up to `buckets` index buckets from `cursor` (0 to start) and returns the
+  // cursor to go on from, kWalkDone once the index is walked.
+  static constexpr uint64_t kWalkDone = ~uint64_t{0};
+  uint64_t forEachItemFrom(uint64_t cursor, uint64_t buckets, const std::function<void(const ReadHandle&)>& fn);
   // One full sweep of the reaper now, on the caller's thread (the reaper
   // thread does the same a slice per second). Returns the items reclaimed.
   size_t reapExpired();

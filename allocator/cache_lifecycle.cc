@@ -344,18 +344,26 @@ std::vector<ReadHandle> Cache::findMany(std::span<const std::string_view> keys) 
 }
 
 void Cache::forEachItem(const std::function<void(const ReadHandle&)>& fn) {
+  for (uint64_t cursor = 0; cursor != kWalkDone;) cursor = forEachItemFrom(cursor, index_->bucketCount(), fn);
+}
+
+uint64_t Cache::forEachItemFrom(uint64_t cursor, uint64_t buckets, const std::function<void(const ReadHandle&)>& fn) {
   constexpr uint64_t kBucketsPerStep = 256;  // pins held at once stay few
+  const uint64_t end = index_->bucketCount();
+  if (cursor >= end) return kWalkDone;
+  buckets = std::max<uint64_t>(buckets, 1);  // every call moves on
+  const uint64_t stop = end - cursor <= buckets ? end : cursor + buckets;
   std::vector<std::pair<CompressedRef, Item*>> pinned;
-  const uint64_t buckets = index_->bucketCount();
-  for (uint64_t b = 0; b < buckets; b += kBucketsPerStep) {
+  for (uint64_t b = cursor; b < stop; b += kBucketsPerStep) {
     pinned.clear();
-    index_->pinLive(b, b + kBucketsPerStep, liveCheck(), pinned);
+    index_->pinLive(b, std::min(b + kBucketsPerStep, stop), liveCheck(), pinned);
     // Every pin is wrapped at once, so an exception from fn releases them all.
     std::vector<ReadHandle> handles;
     handles.reserve(pinned.size());
     for (auto& [ref, item] : pinned) handles.push_back(ReadHandle(this, item, ref));
     for (const ReadHandle& h : handles) fn(h);
   }
+  return stop == end ? kWalkDone : stop;
 }
 
 size_t Cache::reapSome(uint64_t begin, uint64_t end, size_t& reaped) {

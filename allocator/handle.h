@@ -75,6 +75,14 @@ class ReadHandle {
   // policy records it (LRU: insertion or last refresh), or -1 when the
   // policy keeps no access time (EvictionPolicy::idleMs).
   int64_t idleMs() const;
+  // The allocation class holding the item: its pool, its index in the
+  // class ladder (CacheStats' ClassStats::pool and class_id) and its slot size.
+  struct Placement {
+    uint32_t pool = 0;
+    uint32_t classId = 0;
+    uint32_t slotBytes = 0;
+  };
+  Placement placement() const;
   CompressedRef ref() const { return ref_; }
   // Release the pin now (the destructor does it otherwise).
   void reset();

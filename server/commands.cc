@@ -178,6 +178,17 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       c.add(c.cmd_meta);
       metaDebug(r, out);
       return Next::kContinue;
+    case Command::kLruCrawler:
+      // The dumps stream through dumpFrom. The rest steer memcached's
+      // crawler thread; tiercache's reaper reclaims expired items on its
+      // own (a slice of the index a second) and cannot be stopped.
+      if (isKeyDump(r)) break;  // the worker streams those through dumpFrom
+      if (r.subcommand == "disable") {
+        out.add("ERROR failed to stop lru crawler thread\r\n");
+      } else {
+        out.add("OK\r\n");
+      }
+      return Next::kContinue;
     default:
       break;  // storage commands come through beginStore/finishStore
   }

@@ -140,6 +140,13 @@ class CommandHandler {
   static constexpr size_t kGetBatch = 16;
   size_t getFrom(const Request& r, size_t first, ReplySink& out, WorkerCounters& c, FlashRead* flash = nullptr);
 
+  // lru_crawler metadump / mgdump (isKeyDump(r)): the items of up to
+  // kDumpBuckets index buckets from `cursor` (0 to start), a line each,
+  // stopping early when out.full(). Returns the cursor to go on from, or
+  // Cache::kWalkDone once the closing line (END / EN) is written.
+  static constexpr uint64_t kDumpBuckets = 1 << 16;
+  uint64_t dumpFrom(const Request& r, uint64_t cursor, ReplySink& out);
+
   static constexpr std::string_view kVersion = "1.6.21-tiercache-0.1.0";
 
  private:
@@ -152,6 +159,7 @@ class CommandHandler {
   // stay put as classes fill and tier 0's are memcached's slab class ids
   // when the ladder is memcached's (allocation min_size 96, growth 1.25).
   uint64_t classNumber(const ClassStats& k) const;
+  uint64_t classNumber(uint32_t tier, uint32_t pool, uint32_t classId) const;
   void metaGet(const Request& r, ReplySink& out, WorkerCounters& c, FlashRead* flash);
   void metaDelete(const Request& r, ReplySink& out, WorkerCounters& c);
   void metaDebug(const Request& r, ReplySink& out);

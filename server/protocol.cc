@@ -51,7 +51,7 @@ struct CommandName {
 };
 constexpr uint8_t kAny = 0;
 
-constexpr std::array<CommandName, 28> kCommands = {{
+constexpr std::array<CommandName, 29> kCommands = {{
     {"get", Command::kGet, 2, kAny, false},
     {"gets", Command::kGets, 2, kAny, false},
     {"gat", Command::kGat, 2, kAny, false},
@@ -80,6 +80,7 @@ constexpr std::array<CommandName, 28> kCommands = {{
     {"slabs", Command::kSlabsAutomove, 3, 4, true},
     {"debugtime", Command::kDebugTime, 2, 2, false},
     {"me", Command::kMetaDebug, 2, kAny, false},
+    {"lru_crawler", Command::kLruCrawler, 2, 3, false},
 }};
 
 // memcached's exptime: any whole number (it is compared, never added to a
@@ -178,6 +179,18 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
 
 }  // namespace
 
+bool parseCrawlerClasses(std::string_view arg, std::vector<uint32_t>* classes) {
+  if (arg == "all" || arg == "hash") return true;
+  while (true) {
+    const size_t comma = arg.find(',');
+    uint32_t id = 0;
+    if (!parseU32(arg.substr(0, comma), id) || id == 0) return false;
+    if (classes) classes->push_back(id);
+    if (comma == std::string_view::npos) return true;
+    arg.remove_prefix(comma + 1);
+  }
+}
+
 BinaryRequestHeader parseBinaryHeader(std::string_view header) {
   BinaryRequestHeader h;
   if (header.size() < kBinaryHeaderBytes) return h;  // not a whole header: nothing to read
@@ -203,6 +216,23 @@ void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out) {
   put32(8, static_cast<uint32_t>(kMessage.size()));
   put32(12, h.opaque);
   out.append(kMessage);
+}
+
+void appendBase64(std::string_view in, std::string& out) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i = 0;
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(in[k])); };
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
+  }
+  if (const size_t left = in.size() - i; left > 0) {
+    const uint32_t v = byte(i) << 16 | (left == 2 ? byte(i + 1) << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += left == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
 }
 
 bool decodeBase64(std::string_view in, std::string& out) {
@@ -440,6 +470,29 @@ ParseResult parseCommand(const ParseOptions& o, std::string_view line, const std
       while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
       r.statsArgs = rest;
       return {};
+    }
+    case Command::kLruCrawler: {
+      // "lru_crawler <metadump|mgdump|crawl> <all|hash|ids>", "lru_crawler
+      // <tocrawl|sleep> <n>", "lru_crawler <enable|disable>"; the replies
+      // to bad arguments are memcached's.
+      r.subcommand = t[1];
+      const bool withArgument = t.size() == 3;
+      if (t[1] == "metadump" || t[1] == "mgdump" || t[1] == "crawl") {
+        if (!withArgument) return error("ERROR");
+        if (!parseCrawlerClasses(t[2])) return error("BADCLASS invalid class id");
+        r.subArgument = t[2];
+        return {};
+      }
+      if (t[1] == "tocrawl" || t[1] == "sleep") {
+        uint32_t n = 0;
+        if (!withArgument) return error("ERROR");
+        if (!parseU32(t[2], n)) return error(kBadFormat);
+        if (t[1] == "sleep" && n > 1000000) return error("CLIENT_ERROR sleep must be one second or less");
+        r.subArgument = t[2];
+        return {};
+      }
+      if ((t[1] == "enable" || t[1] == "disable") && !withArgument) return {};
+      return error("ERROR");
     }
     case Command::kMetaDebug: {
       // "me <key> [b]": memcached's item debug line.

@@ -59,7 +59,7 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kVersion, kVerbosity, kQuit, kStats,
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop,
-  kCacheMemlimit, kSlabsAutomove, kDebugTime, kMetaDebug,
+  kCacheMemlimit, kSlabsAutomove, kDebugTime, kMetaDebug, kLruCrawler,
 };
 // clang-format on
 
@@ -103,6 +103,11 @@ struct Request {
   uint64_t memlimitMb = 0;  // cache_memlimit
   bool noreply = false;
   std::string_view statsArgs;  // "stats <args>": "", "slabs", "items", "tiers", ...
+  // lru_crawler: the subcommand (metadump, mgdump, crawl, tocrawl, sleep,
+  // enable, disable) and its argument ("all", "hash", class ids "1,3", or
+  // a number).
+  std::string_view subcommand;
+  std::string_view subArgument;
   MetaFlags meta;
 };
 
@@ -140,11 +145,24 @@ BinaryRequestHeader parseBinaryHeader(std::string_view header);
 // kBinaryStatusNotSupported, the request's opcode and opaque) and a message.
 void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out);
 
+// lru_crawler metadump / mgdump: a key dump, streamed over several turns
+// of the worker (the other requests wait for it, as they wait for a long
+// multiget).
+inline bool isKeyDump(const Request& r) {
+  return r.command == Command::kLruCrawler && (r.subcommand == "metadump" || r.subcommand == "mgdump");
+}
+// The classes of lru_crawler's argument: "all" or "hash" (every class:
+// `classes` left empty, returns true) or class ids "1,3,7" as `stats
+// slabs` numbers them (each >= 1). false for anything else.
+bool parseCrawlerClasses(std::string_view arg, std::vector<uint32_t>* classes = nullptr);
+
 // Standard base64 (RFC 4648 alphabet, "=" padding required) into `out`;
 // false for anything else. Meta commands' `b` flag: the key token is the
 // base64 form of a binary key (parseLine checks that it decodes; the
 // command handler decodes it).
 bool decodeBase64(std::string_view in, std::string& out);
+// The inverse, appended to `out` (with "=" padding).
+void appendBase64(std::string_view in, std::string& out);
 
 // Number parsing as memcached does it (decimal, whole token, in range).
 bool parseU64(std::string_view s, uint64_t& out);

@@ -175,8 +175,9 @@ class Worker {
 };
 
 struct Connection final : ReplySink {
-  // kGet: a get/gets/gat/gats goes on from getNext; kMetaGet: an mg waits for flash.
-  enum class State : uint8_t { kLine, kValue, kSwallow, kGet, kMetaGet };
+  // kGet: a get/gets/gat/gats goes on from getNext; kMetaGet: an mg waits
+  // for flash; kDump: an lru_crawler metadump/mgdump goes on from dumpCursor.
+  enum class State : uint8_t { kLine, kValue, kSwallow, kGet, kMetaGet, kDump };
   Worker* worker = nullptr;
   int fd = -1;
   event* readEvent = nullptr;
@@ -191,7 +192,8 @@ struct Connection final : ReplySink {
   // req's views do not point into the input buffer, which moves.
   std::string line;
   Request req;
-  size_t getNext = 0;  // kGet: next key of req to answer
+  size_t getNext = 0;       // kGet: next key of req to answer
+  uint64_t dumpCursor = 0;  // kDump: CommandHandler::dumpFrom's cursor
   PendingValue value;  // where a value is being read to
   uint64_t filled = 0;
   uint64_t remaining = 0;  // kSwallow: bytes still to discard
@@ -369,7 +371,9 @@ void Worker::closeAfterWrite(Connection* c) { c->closing = true; }
 void Worker::settle(Connection* c) {
   if (!c->failed && !c->out.empty() && !flush(c)) c->failed = true, c->why = "socket error";
   // A client that shut down its side is owed the replies to what it sent.
-  if (c->eof && !c->paused && !c->yielded && !c->waiting && c->state != Connection::State::kGet) c->closing = true;
+  if (c->eof && !c->paused && !c->yielded && !c->waiting && c->state != Connection::State::kGet &&
+      c->state != Connection::State::kDump)
+    c->closing = true;
   // A request waiting for flash is answered before a closing connection goes.
   if (c->failed || (c->closing && c->out.empty() && !c->waiting)) {
     close(c, c->why);
@@ -496,7 +500,8 @@ void Worker::process(Connection* c) {
   while (!c->closing && !c->failed && !c->waiting) {
     // Only between requests (kLine) or a multiget's batches (kGet): a value
     // in flight is always finished from the bytes already read.
-    const bool boundary = c->state == Connection::State::kLine || c->state == Connection::State::kGet;
+    const bool boundary = c->state == Connection::State::kLine || c->state == Connection::State::kGet ||
+                          c->state == Connection::State::kDump;
     if (boundary && c->out.bytes() > Server::kOutputHigh) {
       // A client that does not read its replies stops being read from.
       if (!flush(c)) {
@@ -582,6 +587,18 @@ bool Worker::processOne(Connection* c) {
       }
       c->state = Connection::State::kLine;
       return true;
+    case Connection::State::kDump:
+      c->dumpCursor = handler_.dumpFrom(c->req, c->dumpCursor, *c);
+      if (c->dumpCursor == Cache::kWalkDone) {
+        c->state = Connection::State::kLine;
+        return true;
+      }
+      if (c->full()) return true;  // process() flushes, or pauses until the client reads
+      // The turn's share of the index is walked: the worker's other
+      // connections go first, the dump goes on at the loop's next turn.
+      c->yielded = true;
+      event_active(c->readEvent, EV_READ, 0);
+      return false;
     case Connection::State::kLine:
       break;
   }
@@ -657,6 +674,13 @@ bool Worker::lineRequest(Connection* c, std::string_view line) {
       c->line.assign(line);
       parseLine(c->line, c->req);
     }
+    return true;
+  }
+  if (isKeyDump(c->req)) {
+    c->line.assign(line);  // the dump outlives this input buffer
+    parseLine(c->line, c->req);
+    c->dumpCursor = 0;
+    c->state = Connection::State::kDump;
     return true;
   }
   if (cmd == Command::kGet || cmd == Command::kGets || cmd == Command::kGat || cmd == Command::kGats) {

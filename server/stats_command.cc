@@ -1,10 +1,13 @@
 // The `stats` command family (general, slabs, items, tiers, cache, settings): what
-// the server and its Cache report, in memcached's STAT lines. Apart from the
-// data commands (commands.cc) because it reads every counter and none of
-// the items.
+// the server and its Cache report, in memcached's STAT lines; and the key
+// dumps (stats cachedump, lru_crawler metadump and mgdump). Apart from the
+// data commands (commands.cc): they read counters and walk the index, and
+// serve no one key.
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <type_traits>
 
@@ -186,11 +189,89 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
   out.add(s);
 }
 
-uint64_t CommandHandler::classNumber(const ClassStats& k) const {
+uint64_t CommandHandler::classNumber(const ClassStats& k) const { return classNumber(k.tier, k.pool, k.class_id); }
+
+uint64_t CommandHandler::classNumber(uint32_t tier, uint32_t pool, uint32_t classId) const {
   const CacheConfig& config = cache_.config();
   const uint64_t ladder = config.classCount();
   const uint64_t pools = std::max<size_t>(1, config.pools.size());
-  return 1 + k.class_id + ladder * (k.tier * pools + k.pool);
+  return 1 + classId + ladder * (tier * pools + pool);
+}
+
+uint64_t CommandHandler::dumpFrom(const Request& r, uint64_t cursor, ReplySink& out) {
+  // memcached's formats: metadump "key=<URI-encoded key> exp=<unix
+  // seconds, -1 never> la=<unix seconds of the last access> cas= fetch=
+  // cls= size= flags=" a line, then END; mgdump "mg <key>" (a key holding
+  // a space or control byte as "mg <base64> b") a line, then EN. la is -1
+  // with a policy that keeps no access time (EvictionPolicy::idleMs); size
+  // is the key and value bytes. Items on flash are not listed.
+  std::vector<uint32_t> classes;
+  parseCrawlerClasses(r.subArgument, &classes);  // checked by the parser
+  const bool meta = r.subcommand == "metadump";
+  const int64_t now = nowUnix();
+  std::string s;
+  auto line = [&](const ReadHandle& h) {
+    const ReadHandle::Placement p = h.placement();
+    const uint64_t cls = classNumber(h.tier(), p.pool, p.classId);
+    if (!classes.empty() && std::find(classes.begin(), classes.end(), cls) == classes.end()) return;
+    const std::string_view key = h.key();
+    if (!meta) {
+      const bool plain = std::none_of(key.begin(), key.end(), [](char ch) {
+        const auto u = static_cast<unsigned char>(ch);
+        return u <= 0x20 || u == 0x7f;
+      });
+      s += "mg ";
+      if (plain) {
+        s.append(key);
+        s += "\r\n";
+      } else {
+        appendBase64(key, s);
+        s += " b\r\n";
+      }
+      return;
+    }
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    s += "key=";
+    for (const char ch : key) {
+      const auto u = static_cast<unsigned char>(ch);
+      if (std::isalnum(u) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+        s += ch;
+      } else {
+        s += '%';
+        s += kHex[u >> 4];
+        s += kHex[u & 15];
+      }
+    }
+    s += " exp=";
+    const auto deadline = h.expiresAt();
+    if (deadline) {
+      addSigned(s, std::chrono::duration_cast<seconds>(deadline->time_since_epoch()).count());
+    } else {
+      s += "-1";
+    }
+    s += " la=";
+    const int64_t idle = h.idleMs();
+    addSigned(s, idle < 0 ? -1 : now - idle / 1000);
+    s += " cas=";
+    addNumber(s, h.casToken());
+    s += h.fetched() ? " fetch=yes cls=" : " fetch=no cls=";
+    addNumber(s, cls);
+    s += " size=";
+    addNumber(s, key.size() + h.value().size());
+    s += " flags=";
+    addNumber(s, h.flags());
+    s += '\n';
+  };
+  // Lines go out a walk step at a time, so that a dump stops soon after
+  // the connection's output fills.
+  constexpr uint64_t kStep = 1024;
+  for (uint64_t walked = 0; cursor != Cache::kWalkDone && walked < kDumpBuckets && !out.full(); walked += kStep) {
+    cursor = cache_.forEachItemFrom(cursor, kStep, line);
+    out.add(s);
+    s.clear();
+  }
+  if (cursor == Cache::kWalkDone) out.add(meta ? "END\r\n" : "EN\r\n");
+  return cursor;
 }
 
 bool CommandHandler::cachedump(std::string_view args, const CacheStats& cs, std::string& s) {

@@ -57,6 +57,37 @@ CacheHooks hooksWith(ManualClock* clock, CallbackLog* log) {
   return h;
 }
 
+TEST(Lifecycle, ItemWalkInStepsVisitsEveryItemOnce) {
+  CacheConfig config = test::smallDramConfig(8 << 20);
+  config.index.bucket_power = 12;  // 4096 buckets: a walk one bucket a call stays short
+  Cache cache(config);
+  std::map<std::string, int> seen;
+  for (int i = 0; i < 3000; ++i) ASSERT_TRUE(cache.set("walk-" + std::to_string(i), std::string(i % 200, 'v')));
+  const ReadHandle::Placement small = cache.find("walk-0").placement();
+  const ReadHandle::Placement large = cache.find("walk-199").placement();
+  EXPECT_LT(small.classId, large.classId);
+  EXPECT_LT(small.slotBytes, large.slotBytes);
+  EXPECT_GE(large.slotBytes, 199u + 7);  // the slot holds key and value
+  // Steps of every size, down to 0 buckets (taken as 1: each call moves on).
+  for (uint64_t step : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1000}, uint64_t{1} << 40}) {
+    seen.clear();
+    uint64_t calls = 0;
+    for (uint64_t cursor = 0; cursor != Cache::kWalkDone; ++calls) {
+      const uint64_t next = cache.forEachItemFrom(cursor, step, [&](const ReadHandle& h) {
+        ++seen[std::string(h.key())];
+        EXPECT_EQ(h.value().size(), std::stoul(std::string(h.key().substr(5))) % 200);
+      });
+      ASSERT_TRUE(next == Cache::kWalkDone || next > cursor) << "step " << step;
+      cursor = next;
+    }
+    EXPECT_EQ(seen.size(), 3000u) << "step " << step;
+    for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key;
+    if (step >= 1000) EXPECT_LT(calls, 3000u);
+  }
+  EXPECT_EQ(cache.forEachItemFrom(uint64_t{1} << 62, 1, [](const ReadHandle&) { FAIL(); }), Cache::kWalkDone);
+  EXPECT_EQ(cache.checkConsistency(), "");
+}
+
 TEST(Lifecycle, ExpiredItemIsNeverServedWithAControllableClock) {
   ManualClock clock;
   CallbackLog log;

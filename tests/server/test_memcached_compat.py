@@ -8,6 +8,8 @@ suites are not packaged, see scripts/memcached-t-suite.sh): memcached's
 noreply and token-count rules, its key bytes, TTLs that incr, append and
 touch must keep, touch keeping the CAS token, a failed set removing the old
 value, flush_all ordering and durability, huge exptimes, long multigets.
+The key dumps (lru_crawler metadump / mgdump) are checked raw and through
+memcached-tool (Debian's memcached package ships it).
 """
 import json
 import os
@@ -96,6 +98,114 @@ class LibmemcachedTestTools(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0, err)
         self.assertIn("UNKNOWN READ FAILURE", err)
         self.assertNotIn("TIMEOUT", err)
+
+
+MEMCACHED_TOOL = "/usr/share/memcached/scripts/memcached-tool"
+
+
+class KeyDumps(unittest.TestCase):
+    """lru_crawler metadump / mgdump, and memcached-tool's dump and keys built on them."""
+
+    def setUp(self):
+        self.server = Server(threads=1)
+
+    def tearDown(self):
+        self.server.__exit__()
+
+    def metadump(self, s, classes=b"all"):
+        lines = request(s, b"lru_crawler metadump " + classes + b"\r\n", b"END\r\n").split(b"\n")
+        self.assertEqual(lines[-2:], [b"END\r", b""])
+        return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines[:-2]]
+
+    @unittest.skipUnless(os.path.exists(MEMCACHED_TOOL) and shutil.which("perl"), "memcached-tool not installed")
+    def test_memcached_tool_dump_reads_back_every_item(self):
+        items = {b"plain": (3, b"value"), b"ctl\x01key": (0, bytes(range(256))), b"pct%20": (7, b"x\r\ny"),
+                 b"ttl-key": (9, b"expires")}
+        with self.server.connect() as s:
+            for k, (flags, v) in items.items():
+                ttl = b"100" if k == b"ttl-key" else b"0"
+                self.assertEqual(request(s, b"set %s %d %s %d\r\n%s\r\n" % (k, flags, ttl, len(v), v)), b"STORED\r\n")
+        started = time.time()
+        r = subprocess.run(["perl", MEMCACHED_TOOL, "127.0.0.1:%d" % self.server.port, "dump"],
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, got = r.stdout, {}
+        while out:
+            m = re.match(rb"add (\S+) (\d+) (\d+) (\d+)\r\n", out)
+            self.assertIsNotNone(m, out[:200])
+            n = int(m.group(4))
+            value = out[m.end():m.end() + n]
+            self.assertEqual(out[m.end() + n:m.end() + n + 2], b"\r\n")
+            got[m.group(1)] = (int(m.group(2)), value, int(m.group(3)))
+            out = out[m.end() + n + 2:]
+        self.assertEqual({k: v[:2] for k, v in got.items()}, items)
+        self.assertEqual(got[b"plain"][2], 0)
+        self.assertAlmostEqual(got[b"ttl-key"][2], started + 100, delta=3)  # exp: a unix time
+        r = subprocess.run(["perl", MEMCACHED_TOOL, "127.0.0.1:%d" % self.server.port, "keys"],
+                           capture_output=True, timeout=60)
+        self.assertEqual(sorted(re.findall(rb"^key=(\S+) ", r.stdout, re.M)),
+                         sorted([b"plain", b"ctl%01key", b"pct%2520", b"ttl-key"]))
+
+    def test_metadump_fields_classes_and_mgdump(self):
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"set small 5 0 2\r\nab\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"set big 6 0 5000\r\n" + b"b" * 5000 + b"\r\n"), b"STORED\r\n")
+            self.assertEqual(request(s, b"ms YmluAGtleQ== 1 b\r\nz\r\n"), b"HD\r\n")  # the key "bin\0key"
+            self.assertEqual(request(s, b"get small\r\n", b"END\r\n"), b"VALUE small 5 2\r\nab\r\nEND\r\n")
+            lines = {d[b"key"]: d for d in self.metadump(s)}
+            self.assertEqual(set(lines), {b"small", b"big", b"bin%00key"})
+            small, big = lines[b"small"], lines[b"big"]
+            self.assertEqual((small[b"exp"], small[b"fetch"], small[b"flags"], small[b"size"]), (b"-1", b"yes", b"5", b"7"))
+            self.assertEqual((big[b"fetch"], big[b"flags"], big[b"size"]), (b"no", b"6", b"5003"))
+            self.assertNotEqual(small[b"cas"], big[b"cas"])
+            self.assertLessEqual(abs(int(small[b"la"]) - time.time()), 3)
+            self.assertNotEqual(small[b"cls"], big[b"cls"])
+            # A class list picks that class's items only ("stats slabs" numbering).
+            self.assertEqual([d[b"key"] for d in self.metadump(s, big[b"cls"])], [b"big"])
+            both = sorted({big[b"cls"], small[b"cls"]})
+            self.assertEqual(len(self.metadump(s, b",".join(both))), 3 if lines[b"bin%00key"][b"cls"] in both else 2)
+            self.assertEqual(self.metadump(s, b"hash"), self.metadump(s, b"all"))
+            mg = request(s, b"lru_crawler mgdump all\r\n", b"EN\r\n")
+            self.assertEqual(sorted(mg.split(b"\r\n")), sorted([b"mg small", b"mg big", b"mg YmluAGtleQ== b", b"EN", b""]))
+            for line in mg.split(b"\r\n")[:-2]:  # each line is a request that finds its item
+                self.assertEqual(request(s, line + b" v\r\n").split(b" ")[0], b"VA")
+            # memcached's answers to the rest of lru_crawler.
+            for line, reply in ((b"lru_crawler metadump 0", b"BADCLASS invalid class id"),
+                                (b"lru_crawler mgdump 1,x", b"BADCLASS invalid class id"),
+                                (b"lru_crawler metadump", b"ERROR"), (b"lru_crawler bogus", b"ERROR"),
+                                (b"lru_crawler crawl all", b"OK"), (b"lru_crawler tocrawl 100", b"OK"),
+                                (b"lru_crawler sleep 2000000", b"CLIENT_ERROR sleep must be one second or less"),
+                                (b"lru_crawler tocrawl x", b"CLIENT_ERROR bad command line format"),
+                                (b"lru_crawler enable", b"OK"),
+                                (b"lru_crawler disable", b"ERROR failed to stop lru crawler thread")):
+                self.assertEqual(request(s, line + b"\r\n"), reply + b"\r\n", line)
+
+    def test_a_large_dump_streams_while_the_worker_serves_others(self):
+        # One worker. The dump (14 MB) is far larger than the 4 MiB a
+        # connection may queue plus what the kernel buffers for a client
+        # with a small receive buffer: it goes out as the client reads, and
+        # the other connection is answered meanwhile.
+        n = 150000
+        with self.server.connect() as s:
+            s.sendall(b"".join(b"set dump-key-with-a-long-name-%06d 0 0 1 noreply\r\nv\r\n" % i for i in range(n)))
+            self.assertEqual(request(s, b"mn\r\n"), b"MN\r\n")
+        dumper = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        dumper.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        dumper.connect(self.server.address)
+        with dumper, self.server.connect() as other:
+            dumper.sendall(b"lru_crawler metadump all\r\nmn\r\n")
+            first = dumper.recv(1 << 16)
+            self.assertTrue(first.startswith(b"key=dump-key-with-a-long-name-"), first[:100])
+            time.sleep(0.5)  # the dump fills its queue and waits for this client
+            self.assertEqual(request(other, b"mn\r\n"), b"MN\r\n")
+            rest = recv_until(dumper, b"END\r\nMN\r\n")
+            lines = (first + rest).split(b"\n")
+            self.assertEqual(lines[-3:], [b"END\r", b"MN\r", b""])
+            keys = [re.match(rb"key=(\S+) exp=-1 la=\d+ cas=\d+ fetch=no cls=\d+ size=\d+ flags=0$", line).group(1)
+                    for line in lines[:-3]]
+            self.assertEqual(len(keys), n)
+            self.assertEqual(set(keys), {b"dump-key-with-a-long-name-%06d" % i for i in range(n)})
+        self.assertGreater(len(first + rest), 12 << 20)
 
 
 class MemcachedSemantics(unittest.TestCase):
