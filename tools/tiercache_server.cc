@@ -3,13 +3,14 @@
 //   tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR]
 //                    [-t|--threads N] [-c|--max-conns N] [-m|--memory-limit MB]
 //                    [-I|--max-item-size SIZE] [-u|--user NAME] [-U|--udp-port 0]
+//                    [-P|--pidfile FILE]
 //                    [-F] [-R N] [-B ascii|auto] [-v] [-V] [--help]
 //
 // Without --config it reads configs/server.json from the install (and, when
 // run from a build tree, from the source tree). Flags override the config's
 // "server" object (and -m tier 0's size) and are validated by the same
-// rules. The flags memcached operators pass (-m -p -l -t -c -I -u -U -F -R
-// -B -v -V) mean what they mean to memcached, so a usual memcached
+// rules. The flags memcached operators pass (-m -p -l -t -c -I -u -U -P -F
+// -R -B -v -V) mean what they mean to memcached, so a usual memcached
 // command line works as it is (-I up to what the config's allocation
 // classes hold); memcached flags with no counterpart here (-d, -s, -o,
 // ...) are refused with a reason, never ignored.
@@ -40,7 +41,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR] [-t|--threads N]\n"
     "                        [-c|--max-conns N] [-m|--memory-limit MB] [-I|--max-item-size SIZE]\n"
-    "                        [-u|--user NAME] [-U|--udp-port 0] [-F] [-R N] [-B ascii|auto]\n"
+    "                        [-u|--user NAME] [-U|--udp-port 0] [-P|--pidfile FILE] [-F] [-R N]\n"
+    "                        [-B ascii|auto]\n"
     "                        [-v] [-V|--version] [--help]\n"
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
     "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
@@ -52,6 +54,7 @@ constexpr const char* kUsage =
     "  -I, --max-item-size S  largest value, bytes or with k/m suffix as memcached's -I (server.max_item_size)\n"
     "  -u, --user NAME        started as root: run as NAME once the cache and the socket are set up\n"
     "  -U, --udp-port 0       UDP is not served; 0 (memcached's default) is accepted\n"
+    "  -P, --pidfile FILE     write the process id there once listening (removed on a clean stop)\n"
     "  -F, --disable-flush-all  refuse flush_all (server.flush_all_enabled false)\n"
     "  -R, --max-reqs-per-event N  requests per wake-up before a connection gives way (server.reqs_per_event)\n"
     "  -B, --protocol P       ascii or auto (binary requests are answered \"not supported\")\n"
@@ -101,7 +104,6 @@ const char* unsupportedMemcachedFlag(const std::string& a) {
   if (a == "-s" || a == "--unix-socket" || a == "-a" || a == "--unix-mask") return "it serves TCP only, no unix socket";
   if (a == "-o" || a == "--extended")
     return "set such options in the config file (docs/server.md, docs/configuration.md)";
-  if (a == "-P" || a == "--pidfile") return "it writes no pid file (the service manager keeps the pid)";
   if (a == "-f" || a == "--slab-growth-factor" || a == "-n" || a == "--slab-min-size")
     return "allocation classes come from the config (allocation.growth_factor, allocation.min_size)";
   if (a == "-k" || a == "--lock-memory" || a == "-L" || a == "--enable-largepages")
@@ -123,7 +125,7 @@ struct Flags {
   bool verbose = false;
   std::optional<uint32_t> port, threads, maxConns, memoryMb, reqsPerEvent;
   std::optional<uint64_t> maxItemSize;
-  std::optional<std::string> listen, user;
+  std::optional<std::string> listen, user, pidFile;
   bool disableFlushAll = false;
 };
 
@@ -174,6 +176,8 @@ int parseFlags(int argc, char** argv, Flags& f) {
       if (ok) f.maxItemSize = n;
     } else if (a == "-u" || a == "--user") {
       ok = text("a user name", f.user);
+    } else if (a == "-P" || a == "--pidfile") {
+      ok = text("a file", f.pidFile);
     } else if (a == "-U" || a == "--udp-port") {
       std::optional<uint32_t> udp;
       ok = number(udp) && (*udp == 0 || usageError(a + " " + std::to_string(*udp) +
@@ -195,6 +199,16 @@ int parseFlags(int argc, char** argv, Flags& f) {
     if (!ok) return 2;
   }
   return 0;
+}
+
+// memcached's -P: the process id and a newline.
+bool writePidFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f != nullptr && std::fprintf(f, "%ld\n", static_cast<long>(::getpid())) > 0;
+  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+  if (!ok)
+    std::cerr << "tiercache-server: -P " << path << ": cannot write the pid file: " << std::strerror(errno) << "\n";
+  return ok;
 }
 
 // Started as root with -u: the user's groups, group and user from here on
@@ -286,12 +300,16 @@ int main(int argc, char** argv) {
     }
     tiercache::server::Server server(cache, config, flags.verbose);
     const uint16_t bound = server.listen();
+    // The pid file as root (under /run, say), before -u gives root up.
+    if (flags.pidFile && !writePidFile(*flags.pidFile)) return 1;
     if (flags.user && !dropPrivileges(*flags.user)) return 1;
     // One line on stdout so that scripts started with port 0 learn the port.
     std::printf("tiercache-server listening on %s port %u (%u threads, config %s)\n", config.listen.c_str(),
                 static_cast<unsigned>(bound), config.threads, configPath.c_str());
     std::fflush(stdout);
     server.run(/*handleSignals=*/true);
+    // Best effort, as memcached: after -u the directory may not be ours to change.
+    if (flags.pidFile) ::unlink(flags.pidFile->c_str());
   } catch (const std::exception& e) {
     std::cerr << "tiercache-server: " << e.what() << "\n";
     return 1;

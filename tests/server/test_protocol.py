@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -496,10 +497,13 @@ class Limits(unittest.TestCase):
 
     def test_memcached_command_line_flags(self):
         # A memcached command line works as it is: -m sizes tier 0 (DRAM),
-        # -I, -c, -F, -R set the server's options, -U 0 and -B ascii are
+        # -P writes the pid file, -I, -c, -F, -R set the server's options, -U 0 and -B ascii are
         # taken (neither UDP nor the binary protocol is served).
-        args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv"]
+        pidfile = os.path.join(tempfile.mkdtemp(prefix="tiercache-pid-"), "server.pid")
+        args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv", "-P", pidfile]
         with Server(args=args) as server, server.connect() as s:
+            with open(pidfile) as f:
+                self.assertEqual(f.read(), "%d\n" % server.proc.pid)
             settings = request(s, b"stats settings\r\n", b"END\r\n").decode()
             self.assertIn("STAT item_size_max 524288\r\n", settings)
             self.assertIn("STAT maxconns 100\r\n", settings)
@@ -512,6 +516,8 @@ class Limits(unittest.TestCase):
             self.assertEqual(request(s, b"get k\r\n", b"END\r\n"), b"VALUE k 0 1\r\nv\r\nEND\r\n")
             self.assertEqual(request(s, b"set big 0 0 524289\r\n" + b"x" * 524289 + b"\r\n"),
                              b"SERVER_ERROR object too large for cache\r\n")
+        self.assertFalse(os.path.exists(pidfile))  # removed on the clean stop
+        os.rmdir(os.path.dirname(pidfile))
 
     @unittest.skipUnless(os.geteuid() == 0, "dropping privileges needs root")
     def test_user_flag_drops_root_after_start(self):
@@ -534,6 +540,7 @@ class Limits(unittest.TestCase):
         from server_harness import SERVER
         for args, why in ((["-d"], b"memcached's -d is not taken: it runs in the foreground only"),
                           (["-s", "/tmp/mc.sock"], b"memcached's -s is not taken: it serves TCP only"),
+                          (["-P"], b"-P needs a file"),
                           (["-o", "modern"], b"memcached's -o is not taken: set such options in the config file"),
                           (["-C"], b"memcached's -C is not taken: CAS tokens are always kept"),
                           (["-U", "11211"], b"-U 11211: UDP is not served"),
