@@ -757,7 +757,7 @@ Server::~Server() {
     w->join();
   }
   workers_.clear();
-  if (listener_) evconnlistener_free(listener_);
+  for (evconnlistener* l : listeners_) evconnlistener_free(l);
   for (event* e : signalEvents_) event_free(e);
   if (stopEvent_) event_free(stopEvent_);
   if (acceptResume_) event_free(acceptResume_);
@@ -765,26 +765,45 @@ Server::~Server() {
 }
 
 uint16_t Server::listen() {
+  // Every address on one port: the first bind picks it when the config says 0.
+  uint16_t port = static_cast<uint16_t>(config_.port);
+  try {
+    for (const std::string& address : config_.listenAddresses()) port = listenOn(address, port);
+  } catch (...) {
+    for (evconnlistener* l : listeners_) evconnlistener_free(l);
+    listeners_.clear();
+    throw;
+  }
+  config_.port = port;
+  return port;
+}
+
+uint16_t Server::listenOn(const std::string& address, uint16_t port) {
   sockaddr_storage addr{};
   socklen_t len = 0;
   auto* in4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (inet_pton(AF_INET, config_.listen.c_str(), &in4->sin_addr) == 1) {
+  if (inet_pton(AF_INET, address.c_str(), &in4->sin_addr) == 1) {
     in4->sin_family = AF_INET;
-    in4->sin_port = htons(static_cast<uint16_t>(config_.port));
+    in4->sin_port = htons(port);
     len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, config_.listen.c_str(), &in6->sin6_addr) == 1) {
+  } else if (inet_pton(AF_INET6, address.c_str(), &in6->sin6_addr) == 1) {
     in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(static_cast<uint16_t>(config_.port));
+    in6->sin6_port = htons(port);
     len = sizeof(sockaddr_in6);
   } else {
-    throw std::runtime_error("cannot listen on \"" + config_.listen + "\": not an IP address");
+    throw std::runtime_error("cannot listen on \"" + address + "\": not an IP address");
   }
-  const std::string where = config_.listen + ":" + std::to_string(config_.port);
+  const std::string where = address + ":" + std::to_string(port);
   int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("socket: " + std::string(strerror(errno)));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // Beside other addresses an IPv6 socket takes IPv6 only, so that
+  // "0.0.0.0,::" binds both; alone, "::" stays dual-stack as it always was.
+  if (addr.ss_family == AF_INET6 && config_.listenAddresses().size() > 1) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 1024) != 0) {
     int e = errno;
     ::close(fd);
@@ -793,16 +812,16 @@ uint16_t Server::listen() {
   sockaddr_storage bound{};
   socklen_t blen = sizeof(bound);
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
-  const uint16_t port = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                                         : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  listener_ = evconnlistener_new(base_, &Server::onAccept, this, LEV_OPT_CLOSE_ON_FREE, -1, fd);
-  if (listener_ == nullptr) {
+  const uint16_t got = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                                        : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  evconnlistener* l = evconnlistener_new(base_, &Server::onAccept, this, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+  if (l == nullptr) {
     ::close(fd);
     throw std::runtime_error("evconnlistener_new failed for " + where);
   }
-  evconnlistener_set_error_cb(listener_, &Server::onAcceptError);
-  config_.port = port;
-  return port;
+  evconnlistener_set_error_cb(l, &Server::onAcceptError);
+  listeners_.push_back(l);
+  return got;
 }
 
 void Server::onAccept(evconnlistener*, int fd, sockaddr* sa, int, void* self) {
@@ -842,9 +861,9 @@ void Server::onAcceptError(evconnlistener* listener, void* self) {
 
 void Server::onAcceptResume(int, short, void* self) {
   auto* s = static_cast<Server*>(self);
-  if (!s->acceptPaused_.exchange(false) || s->listener_ == nullptr) return;
+  if (!s->acceptPaused_.exchange(false) || s->listeners_.empty()) return;
   evtimer_del(s->acceptResume_);
-  evconnlistener_enable(s->listener_);
+  for (evconnlistener* l : s->listeners_) evconnlistener_enable(l);
 }
 
 void Server::connectionClosed() {
@@ -852,7 +871,7 @@ void Server::connectionClosed() {
 }
 
 void Server::run(bool handleSignals) {
-  if (listener_ == nullptr) listen();
+  if (listeners_.empty()) listen();
   if (handleSignals) {
     std::signal(SIGPIPE, SIG_IGN);
     for (int sig : {SIGTERM, SIGINT}) {
@@ -864,8 +883,8 @@ void Server::run(bool handleSignals) {
   for (auto& w : workers_) w->start();
   if (!stopRequested_.load()) event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
   // Stop accepting, then let every worker write what it owes and close.
-  evconnlistener_free(listener_);
-  listener_ = nullptr;
+  for (evconnlistener* l : listeners_) evconnlistener_free(l);
+  listeners_.clear();
   for (auto& w : workers_) w->drain();
   for (auto& w : workers_) w->join();
   if (verbose_) logLine("stopped");

@@ -67,8 +67,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and listens; throws std::runtime_error naming the address and the
-  // system error. Returns the port (useful with port 0).
+  // Binds and listens on every address of server.listen, all on one port;
+  // throws std::runtime_error naming the address and the system error.
+  // Returns the port (useful with port 0).
   uint16_t listen();
   // Serves until stop() or, with handleSignals, SIGTERM/SIGINT.
   void run(bool handleSignals);
@@ -82,6 +83,8 @@ class Server {
  private:
   static void onAccept(evconnlistener*, int fd, ::sockaddr*, int, void* self);
   static void onAcceptError(evconnlistener*, void* self);
+  // Binds one address of server.listen on `port`; returns the port bound.
+  uint16_t listenOn(const std::string& address, uint16_t port);
   static void onAcceptResume(int, short, void* self);
   static void onStop(int, short, void* self);
 
@@ -91,7 +94,7 @@ class Server {
   ServerState state_;
   std::unique_ptr<CommandHandler> handler_;
   event_base* base_ = nullptr;
-  evconnlistener* listener_ = nullptr;
+  std::vector<evconnlistener*> listeners_;  // one per address of server.listen
   event* stopEvent_ = nullptr;
   event* acceptResume_ = nullptr;  // timer, or made active by connectionClosed()
   std::atomic<bool> acceptPaused_{false};

@@ -21,8 +21,10 @@ using config::Type;
 
 void checkListen(const ServerConfig& c, size_t, const std::string& path) {
   unsigned char buf[16];
-  if (inet_pton(AF_INET, c.listen.c_str(), buf) != 1 && inet_pton(AF_INET6, c.listen.c_str(), buf) != 1) {
-    throw ConfigError(path, config::quote(c.listen) + " is not an IPv4 or IPv6 address");
+  for (const std::string& a : c.listenAddresses()) {
+    if (inet_pton(AF_INET, a.c_str(), buf) != 1 && inet_pton(AF_INET6, a.c_str(), buf) != 1) {
+      throw ConfigError(path, config::quote(a) + " is not an IPv4 or IPv6 address");
+    }
   }
 }
 
@@ -39,10 +41,11 @@ const config::Schema& schema() {
                .max = 65535},
               {.name = "listen",
                .type = Type::kString,
-               .description = "Address to listen on, an IPv4 or IPv6 literal. Loopback by default; all addresses "
-                              "only when given (0.0.0.0 or ::). Flag -l/--listen.",
+               .description = "Addresses to listen on: IPv4 or IPv6 literals, comma-separated as memcached's -l "
+                              "takes them (\"127.0.0.1,::1\"), all on the one port. Loopback by default; all "
+                              "addresses only when given (0.0.0.0 or ::). Flag -l/--listen, which may be repeated.",
                .field = SERVER_FIELD(c.listen),
-               .rule = "an IPv4 or IPv6 literal",
+               .rule = "IPv4 or IPv6 literals, comma-separated",
                .check = config::rule<ServerConfig, checkListen>},
               {.name = "threads",
                .type = Type::kCount,
@@ -129,6 +132,17 @@ ServerConfig ServerConfig::fromJsonFile(const std::string& path) {
     return fromJsonString(text);
   } catch (const ConfigError& e) {
     throw config::inSource(e, path);
+  }
+}
+
+std::vector<std::string> ServerConfig::listenAddresses() const {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = listen.find(',', start);
+    out.push_back(listen.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
 }
 

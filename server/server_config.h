@@ -12,12 +12,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tiercache::server {
 
 struct ServerConfig {
   uint32_t port = 11211;              // 0: any free port (the chosen one is logged)
-  std::string listen = "127.0.0.1";   // IPv4 or IPv6 literal; never all addresses unless given
+  std::string listen = "127.0.0.1";   // IPv4/IPv6 literals, comma-separated; never all addresses unless given
   uint32_t threads = 4;               // worker threads, each owning its connections
   uint32_t max_conns = 1024;          // open client connections; one more is told and closed
   uint64_t max_item_size = 1u << 20;  // largest value a client may store (bytes)
@@ -34,6 +35,8 @@ struct ServerConfig {
   static ServerConfig fromJsonFile(const std::string& path);
   // Throws ConfigError naming "server.<key>" for an impossible value.
   void validate() const;
+  // The addresses of `listen`, split at its commas.
+  std::vector<std::string> listenAddresses() const;
   std::string toJson() const;
 };
 

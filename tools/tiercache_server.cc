@@ -47,7 +47,7 @@ constexpr const char* kUsage =
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
     "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
     "  -p, --port N           TCP port (server.port; 0 = any free port, printed at start)\n"
-    "  -l, --listen ADDR      address to listen on (server.listen; default 127.0.0.1)\n"
+    "  -l, --listen ADDR      addresses to listen on, comma-separated or repeated (server.listen; default 127.0.0.1)\n"
     "  -t, --threads N        worker threads (server.threads)\n"
     "  -c, --max-conns N      open connections at most (server.max_conns)\n"
     "  -m, --memory-limit MB  size of tier 0 (DRAM) in MiB, as memcached's -m (tiers[0].size)\n"
@@ -161,7 +161,10 @@ int parseFlags(int argc, char** argv, Flags& f) {
     } else if (a == "-p" || a == "--port") {
       ok = number(f.port);
     } else if (a == "-l" || a == "--listen") {
+      // Repeated, as memcached takes it: every address is listened on.
+      const std::optional<std::string> before = f.listen;
       ok = text("an address", f.listen);
+      if (ok && before) f.listen = *before + "," + *f.listen;
     } else if (a == "-t" || a == "--threads") {
       ok = number(f.threads);
     } else if (a == "-c" || a == "--max-conns") {

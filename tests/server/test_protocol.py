@@ -536,6 +536,22 @@ class Limits(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"-u no-such-user-here: no such user", r.stderr)
 
+    def test_several_listen_addresses_on_one_port(self):
+        # memcached's repeated -l (or a comma list): every address is served, on one port.
+        try:
+            socket.socket(socket.AF_INET6).bind(("::1", 0))
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        with Server(args=["-l", "127.0.0.1", "-l", "::1"]) as server:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+                self.assertEqual(request(s, b"set k 0 0 2\r\nv4\r\n"), b"STORED\r\n")
+            with socket.create_connection(("::1", server.port), timeout=10) as s:
+                self.assertEqual(request(s, b"get k\r\n", b"END\r\n"), b"VALUE k 0 2\r\nv4\r\nEND\r\n")
+        from server_harness import SERVER
+        r = subprocess.run([SERVER, "-p", "0", "-l", "127.0.0.1,nowhere"], capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b'server.listen: "nowhere" is not an IPv4 or IPv6 address', r.stderr)
+
     def test_memcached_flags_without_a_counterpart_are_refused(self):
         from server_harness import SERVER
         for args, why in ((["-d"], b"memcached's -d is not taken: it runs in the foreground only"),
