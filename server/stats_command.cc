@@ -174,6 +174,10 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
     stat("reqs_per_event", static_cast<uint64_t>(config_.reqs_per_event));
     stat("flush_enabled", std::string_view(config_.flush_all_enabled ? "yes" : "no"));
+  } else if (r.statsArgs == "sizes") {
+    // memcached's item-size histogram, off unless turned on there; not kept
+    // here (stats slabs and items give the per-class sizes).
+    stat("sizes_status", std::string_view("disabled"));
   } else if (r.statsArgs.starts_with("cachedump")) {
     if (!cachedump(r.statsArgs, cs, s)) {
       c.add(c.protocol_errors);

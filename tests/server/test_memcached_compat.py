@@ -395,6 +395,11 @@ class MemcachedSemantics(unittest.TestCase):
                 self.assertEqual(request(s, b"set f 0 0 3\r\nnew\r\n"), b"STORED\r\n")
                 self.assertEqual(request(s, b"get f\r\n", b"END\r\n"), b"VALUE f 0 3\r\nnew\r\nEND\r\n")
 
+    def test_stats_sizes_answers_as_memcached_with_the_histogram_off(self):
+        # memcached-tool's "sizes" mode reads it; it was ERROR.
+        with self.server.connect() as s:
+            self.assertEqual(request(s, b"stats sizes\r\n", b"END\r\n"), b"STAT sizes_status disabled\r\nEND\r\n")
+
     def test_stats_reset_zeroes_counters_not_gauges(self):
         with Server(threads=1) as server, server.connect() as s:
             self.assertEqual(request(s, b"set sr 0 0 1\r\n1\r\nget sr\r\n", b"END\r\n"),
