@@ -3,8 +3,7 @@
 //   tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR]
 //                    [-t|--threads N] [-c|--max-conns N] [-m|--memory-limit MB]
 //                    [-I|--max-item-size SIZE] [-u|--user NAME] [-U|--udp-port 0]
-//                    [-P|--pidfile FILE]
-//                    [-F] [-R N] [-B ascii|auto] [-v] [-V] [--help]
+//                    [-P|--pidfile FILE] [-F] [-R N] [-B ascii|auto] [-v] [-V] [--help]
 //
 // Without --config it reads configs/server.json from the install (and, when
 // run from a build tree, from the source tree). Flags override the config's
@@ -42,8 +41,7 @@ constexpr const char* kUsage =
     "usage: tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR] [-t|--threads N]\n"
     "                        [-c|--max-conns N] [-m|--memory-limit MB] [-I|--max-item-size SIZE]\n"
     "                        [-u|--user NAME] [-U|--udp-port 0] [-P|--pidfile FILE] [-F] [-R N]\n"
-    "                        [-B ascii|auto]\n"
-    "                        [-v] [-V|--version] [--help]\n"
+    "                        [-B ascii|auto] [-v] [-V|--version] [--help]\n"
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
     "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
     "  -p, --port N           TCP port (server.port; 0 = any free port, printed at start)\n"
@@ -305,7 +303,10 @@ int main(int argc, char** argv) {
     const uint16_t bound = server.listen();
     // The pid file as root (under /run, say), before -u gives root up.
     if (flags.pidFile && !writePidFile(*flags.pidFile)) return 1;
-    if (flags.user && !dropPrivileges(*flags.user)) return 1;
+    if (flags.user && !dropPrivileges(*flags.user)) {
+      if (flags.pidFile) ::unlink(flags.pidFile->c_str());
+      return 1;
+    }
     // One line on stdout so that scripts started with port 0 learn the port.
     std::printf("tiercache-server listening on %s port %u (%u threads, config %s)\n", config.listen.c_str(),
                 static_cast<unsigned>(bound), config.threads, configPath.c_str());
