@@ -689,9 +689,11 @@ void CommandHandler::metaGet(const Request& r, ReplySink& out, WorkerCounters& c
 
 void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
   // "me <key>": one line about the item, without touching it (peek: no LRU
-  // bump, no promotion). memcached's own fields la, fetch, cls and size
-  // (item total) are not shown (mg l and h report the first two);
-  // tiercache's are its flags, its value's bytes and the tier holding it.
+  // bump, no promotion). memcached's fields in its order (la: seconds since
+  // the last access, -1 under a policy that keeps no access time; cls as
+  // stats slabs numbers classes; size: key and value bytes, where memcached
+  // counts its item header too), then tiercache's: the client flags, the
+  // value's bytes and the tier holding the item.
   std::string keyBuffer;
   const std::string_view key = cacheKey(r, keyBuffer);
   const std::string_view sentKey = r.keys[0];  // what k returns: the key as the request spelled it
@@ -704,8 +706,16 @@ void CommandHandler::metaDebug(const Request& r, ReplySink& out) {
   line.append(sentKey);
   line += " exp=";
   addSigned(line, ttlLeft(h));
+  line += " la=";
+  const int64_t idle = h.idleMs();
+  addSigned(line, idle < 0 ? -1 : idle / 1000);
   line += " cas=";
   addNumber(line, casOf(h));
+  line += h.fetched() ? " fetch=yes cls=" : " fetch=no cls=";
+  const ReadHandle::Placement p = h.placement();
+  addNumber(line, classNumber(h.tier(), p.pool, p.classId));
+  line += " size=";
+  addNumber(line, h.key().size() + h.value().size());
   line += " flags=";
   addNumber(line, flagsOf(h));
   line += " value=";
