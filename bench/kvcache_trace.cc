@@ -5,22 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/split.h"
+
 namespace tiercache::bench {
 
 namespace {
 
 constexpr size_t kMaxKey = 255;  // Item::kMaxKeySize
-
-std::vector<std::string_view> splitCsv(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
-  }
-}
 
 bool parseUint(std::string_view s, uint64_t& out) {
   if (s.empty() || s.size() > 19) return false;
@@ -49,7 +40,7 @@ void appendKvcacheCsv(std::string_view text, const std::string& source, Trace& t
     ++lineNo;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
-    std::vector<std::string_view> f = splitCsv(line);
+    std::vector<std::string_view> f = splitAt(line, ',');
     auto where = [&] { return source + ":" + std::to_string(lineNo) + ": "; };
     if (keyCol < 0) {
       // The header: columns by name, as KVReplayGenerator maps them.

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/split.h"
+
 namespace tiercache::bench {
 
 namespace {
@@ -23,17 +25,6 @@ T load(const char* p) {
 bool number(std::string_view s, uint64_t& out) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return !s.empty() && ec == std::errc() && end == s.data() + s.size();
-}
-
-std::vector<std::string_view> splitCsv(std::string_view line) {
-  std::vector<std::string_view> f;
-  size_t start = 0;
-  while (true) {
-    const size_t c = line.find(',', start);
-    f.push_back(line.substr(start, c == std::string_view::npos ? std::string_view::npos : c - start));
-    if (c == std::string_view::npos) return f;
-    start = c + 1;
-  }
 }
 
 // Calls fn(line, lineNo) for each non-empty line without its CR.
@@ -94,7 +85,7 @@ bool twitterOp(std::string_view s, RequestOp& op) {
 }
 
 bool looksTwitter(std::string_view bytes) {
-  const auto f = splitCsv(firstLine(bytes));
+  const auto f = splitAt(firstLine(bytes), ',');
   uint64_t n;
   RequestOp op;
   return f.size() == 7 && number(f[0], n) && number(f[3], n) && twitterOp(f[5], op);
@@ -104,7 +95,7 @@ Trace parseTwitter(std::string_view bytes, const std::string& source) {
   Trace t;
   forEachLine(bytes, [&](std::string_view line, size_t lineNo) {
     const std::string where = source + ":" + std::to_string(lineNo);
-    const auto f = splitCsv(line);
+    const auto f = splitAt(line, ',');
     if (f.size() != 7) throw TraceError(where + ": expected 7 fields (timestamp,key,key size,value size,client,op,ttl)");
     uint64_t size = 0;
     if (!number(f[3], size)) throw TraceError(where + ": value size \"" + std::string(f[3]) + "\" is not a whole number");
@@ -128,7 +119,7 @@ struct MetaColumns {
 
 MetaColumns metaColumns(std::string_view header) {
   MetaColumns c;
-  const auto f = splitCsv(header);
+  const auto f = splitAt(header, ',');
   c.fields = f.size();
   for (size_t i = 0; i < f.size(); ++i) {
     const std::string name = lower(f[i]);
@@ -153,7 +144,7 @@ Trace parseMeta(std::string_view bytes, const std::string& source) {
   forEachLine(bytes, [&](std::string_view line, size_t lineNo) {
     if (lineNo == 1) return;
     const std::string where = source + ":" + std::to_string(lineNo);
-    const auto f = splitCsv(line);
+    const auto f = splitAt(line, ',');
     if (f.size() != c.fields) throw TraceError(where + ": expected " + std::to_string(c.fields) + " fields");
     uint64_t size = 0, count = 1;
     if (!number(f[size_t(c.size)], size)) throw TraceError(where + ": size \"" + std::string(f[size_t(c.size)]) + "\" is not a whole number");

@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include "../common/split.h"
+
 namespace tiercache::server {
 namespace {
 
@@ -181,14 +183,12 @@ ParseResult parseMetaFlags(const std::vector<std::string_view>& t, size_t first,
 
 bool parseCrawlerClasses(std::string_view arg, std::vector<uint32_t>* classes) {
   if (arg == "all" || arg == "hash") return true;
-  while (true) {
-    const size_t comma = arg.find(',');
+  for (std::string_view field : splitAt(arg, ',')) {
     uint32_t id = 0;
-    if (!parseU32(arg.substr(0, comma), id) || id == 0) return false;
+    if (!parseU32(field, id) || id == 0) return false;
     if (classes) classes->push_back(id);
-    if (comma == std::string_view::npos) return true;
-    arg.remove_prefix(comma + 1);
   }
+  return true;
 }
 
 BinaryRequestHeader parseBinaryHeader(std::string_view header) {

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include "../allocator/cache_config.h"
+#include "../common/split.h"
 #include "../config/schema.h"
 
 namespace tiercache::server {
@@ -137,13 +138,8 @@ ServerConfig ServerConfig::fromJsonFile(const std::string& path) {
 
 std::vector<std::string> ServerConfig::listenAddresses() const {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = listen.find(',', start);
-    out.push_back(listen.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
+  for (std::string_view a : splitAt(listen, ',')) out.emplace_back(a);
+  return out;
 }
 
 void ServerConfig::validate() const { config::validate(schema(), this); }
