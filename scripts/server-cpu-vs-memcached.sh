@@ -41,6 +41,11 @@
 # hits cost the client, which is the bottleneck on a 2-core host),
 # BACKGROUND_EVICTION (1, the default here: one evictor thread; 0: none, the
 # worker evicts and demotes inline, so background_us is 0),
+# MEMCACHED_MEMORY (dram, the default: memcached gets tier 0's DRAM only, so
+# in the 4x set it keeps a quarter of the keys; total: it gets DRAM plus the
+# PMEM tier's size, all as DRAM, so both servers hold the whole 4x set, hit
+# alike and the client does the same work per request with either - the
+# control for what tiercache's tiering costs the server),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
 # PMEM tier - it buys nothing here, where the emulated tier costs what DRAM
 # costs, and under uniform keys every promotion is paid for with a demotion).
@@ -65,8 +70,11 @@ bg_eviction="${BACKGROUND_EVICTION:-1}"
 baseline="${BASELINE:-}"
 datasets="${DATASETS:-fits 4x}"
 tiered="${TIERED:-1}"
+mc_memory="${MEMCACHED_MEMORY:-dram}"
+[[ "$mc_memory" == dram || "$mc_memory" == total ]] || { echo "server-cpu-vs-memcached: MEMCACHED_MEMORY must be dram or total, not '$mc_memory'" >&2; exit 2; }
 [[ "$tiered" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: TIERED must be 0 or 1, not '$tiered'" >&2; exit 2; }
 big_pmem=$((tiered == 1 ? dram_mb * 4 : 0))
+mc_big_extra=$([[ "$mc_memory" == total ]] && echo "$big_pmem" || echo 0)
 for w in $datasets; do
   [[ "$w" == fits || "$w" == 4x ]] || { echo "server-cpu-vs-memcached: DATASETS takes fits and/or 4x, not '$w'" >&2; exit 2; }
 done
@@ -133,7 +141,7 @@ tiercache_config() {  # tiercache_config PMEM_MB
 JSON
 }
 
-start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
+start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port (memcached: PMEM_MB more DRAM)
   port=$(free_port)
   if [[ "$1" == tiercache || "$1" == baseline ]]; then
     tiercache_config "$2"
@@ -143,7 +151,7 @@ start_server() {  # start_server tiercache|memcached PMEM_MB -> sets pid, port
   else
     local as_user=()
     [[ $EUID -eq 0 ]] && as_user=(-u root)  # memcached refuses root unless told which user to be
-    "$mc_bin" "${as_user[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$dram_mb" -t 1 -c 1024 >"$work/server.log" 2>&1 &
+    "$mc_bin" "${as_user[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$((dram_mb + $2))" -t 1 -c 1024 >"$work/server.log" 2>&1 &
   fi
   pid=$!
   wait_port "$port" || { cat "$work/server.log" >&2; exit 1; }
@@ -225,7 +233,7 @@ syscalls() {  # syscalls NAME DATASET WINDOW PMEM_MB: strace -c over a short loa
 
 echo "=== server-cpu-vs-memcached: $(basename "$client"), DRAM ${dram_mb} MiB each, 1 server thread, ${conns} connections," \
      "${ksize} B keys, ${vsize} B values, 1:10 set:get, ${secs} s per run after ${warm} s warm-up, ${rounds} alternating rounds"
-echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier in $pmem_dir)"
+echo "=== fits: ${conns} x ${fits_win}k keys; 4x: ${conns} x ${big_win}k keys (tiercache adds a $((dram_mb * 4)) MiB emulated-PMEM tier in $pmem_dir; memcached gets $((dram_mb + mc_big_extra)) MiB)"
 results="$work/results.txt"
 if [[ -n "$memtier" ]]; then
   fits_win=$fits_keys big_win=$big_keys
@@ -241,7 +249,7 @@ for r in $(seq "$rounds"); do
   if [[ " $datasets " == *" 4x "* ]]; then
     [[ -n "$baseline" ]] && run baseline 4x "$big_win" "$big_pmem" | tee -a "$results"
     run tiercache 4x "$big_win" "$big_pmem" | tee -a "$results"
-    run memcached 4x "$big_win" 0 | tee -a "$results"
+    run memcached 4x "$big_win" "$mc_big_extra" | tee -a "$results"
   fi
   [[ -n "$lock" ]] && exec 9>&-
 done
@@ -278,6 +286,6 @@ if [[ "${STRACE:-0}" == 1 ]]; then
     win=$fits_win pm=0
     [[ $w == 4x ]] && win=$big_win pm=$big_pmem
     syscalls tiercache "$w" "$win" "$pm"
-    syscalls memcached "$w" "$win" 0
+    syscalls memcached "$w" "$win" "$([[ $w == 4x ]] && echo "$mc_big_extra" || echo 0)"
   done
 fi
