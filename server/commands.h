@@ -80,6 +80,7 @@ struct ServerState {
   std::atomic<uint64_t> totalConnections{0};
   std::atomic<uint64_t> rejectedConnections{0};
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
+  std::atomic<bool> acceptPaused{false};    // accepting paused now (stats: accepting_conns 0)
   std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
   // server.use_cas off: the server second of the last flush_all without a

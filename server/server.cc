@@ -852,7 +852,7 @@ void Server::onAcceptError(evconnlistener* listener, void* self) {
   // The waiting connection keeps the listener readable: accepting again at
   // once would spin. Wait for a descriptor to be freed, or a while.
   evconnlistener_disable(listener);
-  s->acceptPaused_.store(true);
+  s->state_.acceptPaused.store(true);
   s->state_.listenDisabled.fetch_add(1);
   if (s->verbose_) logLine(std::string("accept: ") + strerror(e) + "; not accepting for now");
   timeval tv{0, Server::kAcceptRetryMs * 1000};
@@ -861,13 +861,13 @@ void Server::onAcceptError(evconnlistener* listener, void* self) {
 
 void Server::onAcceptResume(int, short, void* self) {
   auto* s = static_cast<Server*>(self);
-  if (!s->acceptPaused_.exchange(false) || s->listeners_.empty()) return;
+  if (!s->state_.acceptPaused.exchange(false) || s->listeners_.empty()) return;
   evtimer_del(s->acceptResume_);
   for (evconnlistener* l : s->listeners_) evconnlistener_enable(l);
 }
 
 void Server::connectionClosed() {
-  if (acceptPaused_.load(std::memory_order_relaxed)) event_active(acceptResume_, EV_TIMEOUT, 0);
+  if (state_.acceptPaused.load(std::memory_order_relaxed)) event_active(acceptResume_, EV_TIMEOUT, 0);
 }
 
 void Server::run(bool handleSignals) {

@@ -97,7 +97,6 @@ class Server {
   std::vector<evconnlistener*> listeners_;  // one per address of server.listen
   event* stopEvent_ = nullptr;
   event* acceptResume_ = nullptr;  // timer, or made active by connectionClosed()
-  std::atomic<bool> acceptPaused_{false};
   std::vector<event*> signalEvents_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t nextWorker_ = 0;

@@ -3,6 +3,7 @@
 // dumps (stats cachedump, lru_crawler metadump and mgdump). Apart from the
 // data commands (commands.cc): they read counters and walk the index, and
 // serve no one key.
+#include <event2/event.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -84,6 +85,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("rejected_connections", state_.rejectedConnections.load() - rejectedAtReset);
     stat("listen_disabled_num", state_.listenDisabled.load() - listenDisabledAtReset);
     stat("conn_yields", state_.connYields.load() - yieldsAtReset);
+    stat("accepting_conns", static_cast<uint64_t>(state_.acceptPaused.load(std::memory_order_relaxed) ? 0 : 1));
     size_t row = 0;
 #define TIERCACHE_SUM_COUNTER(name, help)                                                          \
   {                                                                                                \
@@ -99,6 +101,16 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     for (const TierStats& t : cs.tiers) limit += t.limit_bytes;
     stat("limit_maxbytes", limit);
     stat("threads", static_cast<uint64_t>(config_.threads));
+    stat("libevent", std::string_view(event_get_version()));
+    // The index is sized once (index.bucket_power) and never grows.
+    stat("hash_power_level", static_cast<uint64_t>(cs.index_buckets_log2));
+    stat("hash_is_expanding", static_cast<uint64_t>(0));
+    stat("slabs_moved", cs.rebalanced_slabs);
+    // memcached's "bytes": what the stored items take (header, key, value)
+    // in the memory tiers; monitoring takes it over limit_maxbytes as "used".
+    uint64_t itemBytes = 0;
+    for (const ClassStats& k : cs.classes) itemBytes += k.requested_bytes;
+    stat("bytes", itemBytes);
     stat("curr_items", cs.items);
     stat("total_items", cs.inserts);
     stat("evictions", cs.evictions + cs.background_evictions);

@@ -402,6 +402,38 @@ class LibmemcachedTools(unittest.TestCase):
         self.assertIn(b"curr_connections", r.stdout)
         self.assertIn(b"version", r.stdout)
 
+    def test_stats_report_the_gauges_monitoring_reads(self):
+        # memcstat --analyze, memcached-tool and Prometheus' memcached_exporter
+        # read "bytes" (memory the items take), accepting_conns and
+        # hash_power_level; "bytes" was missing, so --analyze said 0 bytes.
+        def general(s):
+            lines = request(s, b"stats\r\n", b"END\r\n").decode().split("\r\n")
+            return dict(l.split(" ", 2)[1:] for l in lines if l.startswith("STAT "))
+
+        with Server(threads=1) as server, server.connect() as s:
+            st = general(s)
+            self.assertEqual(st["bytes"], "0")
+            self.assertEqual(st["accepting_conns"], "1")
+            self.assertEqual(st["hash_power_level"], "16")  # the harness's index.bucket_power
+            self.assertEqual(st["hash_is_expanding"], "0")
+            self.assertTrue(st["libevent"].startswith("2."), st["libevent"])
+            sizes = {b"g1": 10, b"g22": 1000, b"g333": 5000}
+            for k, n in sizes.items():
+                self.assertEqual(request(s, b"set %s 0 0 %d\r\n%s\r\n" % (k, n, b"v" * n)), b"STORED\r\n")
+            st = general(s)
+            stored = sum(len(k) + n for k, n in sizes.items())
+            used = int(st["bytes"])
+            self.assertEqual(st["curr_items"], "3")
+            # Key and value plus one item header each, below the slots they sit in.
+            self.assertGreater(used, stored)
+            self.assertLess(used, stored + 3 * 128)
+            r = self.run_tool("memcstat", "--servers=127.0.0.1:%d" % server.port, "--analyze")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(b"Average Item Size (incl/overhead)  : %d bytes" % (used // 3), r.stdout)
+            for k in sizes:
+                self.assertEqual(request(s, b"delete %s\r\n" % k), b"DELETED\r\n")
+            self.assertEqual(general(s)["bytes"], "0")
+
     def test_memctouch_memcflush(self):
         c = client(self.server)
         c.set("tool-touch", b"x", expire=1)
