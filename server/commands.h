@@ -81,6 +81,10 @@ struct ServerState {
   std::atomic<uint64_t> rejectedConnections{0};
   std::atomic<uint64_t> listenDisabled{0};  // times accept() ran out of descriptors and paused
   std::atomic<bool> acceptPaused{false};    // accepting paused now (stats: accepting_conns 0)
+  // `stats conns`: appends memcached's per-socket lines (listeners, then
+  // every connection; `asking` is the connection that asked). Set by the
+  // Server; empty where no server runs (the fuzzer).
+  std::function<void(std::string& out, const ReplySink* asking)> describeConnections;
   std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
   // server.use_cas off: the server second of the last flush_all without a

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -42,6 +43,18 @@ std::string peerName(const sockaddr* sa) {
     port = ntohs(in->sin6_port);
   }
   return std::string(buf) + ":" + std::to_string(port);
+}
+
+// memcached's form in `stats conns`: tcp:1.2.3.4:11211, tcp6:[::1]:11211.
+std::string socketName(int fd, bool peer) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  auto* sa = reinterpret_cast<sockaddr*>(&ss);
+  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) return "?";
+  std::string name = peerName(sa);
+  if (sa->sa_family != AF_INET6) return "tcp:" + name;
+  const size_t colon = name.rfind(':');
+  return "tcp6:[" + name.substr(0, colon) + "]" + name.substr(colon);
 }
 }  // namespace
 
@@ -111,6 +124,9 @@ class Worker {
     stopping_.store(true);
     wakeup_.signal();
   }
+  // From any thread (stats conns): this worker's connections, each as
+  // memcached's addr, listen_addr, state and secs_since_last_cmd lines.
+  void describeConnections(std::vector<std::pair<int, std::string>>& out, const ReplySink* asking, int64_t now);
 
   WorkerCounters counters;
   // Values queued by reference (pinned) on all connections at most: far
@@ -165,7 +181,8 @@ class Worker {
   std::thread thread_;
   std::mutex mutex_;
   std::vector<std::pair<int, std::string>> incoming_;
-  std::unordered_set<Connection*> conns_;
+  std::unordered_set<Connection*> conns_;  // changed on this thread only, under connsMutex_
+  std::mutex connsMutex_;                   // for describeConnections' readers
   std::vector<Connection*> deferred_;  // read in this pass, processed after it
   std::atomic<bool> stopping_{false};
   bool draining_ = false;
@@ -212,6 +229,11 @@ struct Connection final : ReplySink {
   uint32_t served = 0;     // requests begun in this wake-up
   const char* why = "done";
   FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
+  // For `stats conns` on other threads: when a request last came (the
+  // wall second, time() from the vDSO) and what the connection is doing, as of its
+  // last settle().
+  std::atomic<int64_t> lastCommand{0};
+  std::atomic<const char*> shownState{"conn_new_cmd"};
 
   size_t available() const { return inEnd - inStart; }
 
@@ -344,14 +366,21 @@ void Worker::open(int fd, std::string peer) {
   c->readEvent = event_new(base_, fd, EV_READ | EV_PERSIST, &Worker::onReadable, c);
   c->writeEvent = event_new(base_, fd, EV_WRITE | EV_PERSIST, &Worker::onWritable, c);
   if (flashReads_) c->flash = flashReads_->make(c);
-  conns_.insert(c);
+  c->lastCommand.store(::time(nullptr), std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(connsMutex_);
+    conns_.insert(c);
+  }
   if (verbose_) logLine("connection from " + c->peer);
   settle(c);
 }
 
 void Worker::close(Connection* c, const char* why) {
   if (verbose_) logLine("closing " + c->peer + ": " + why);
-  conns_.erase(c);
+  {
+    std::lock_guard<std::mutex> lock(connsMutex_);
+    conns_.erase(c);
+  }
   if (c->deferred) std::erase(deferred_, c);     // closed by a timeout in the pass that read it
   if (c->flash) flashReads_->release(c->flash);  // a read in flight finds it orphaned
   c->value = PendingValue();
@@ -390,6 +419,28 @@ void Worker::settle(Connection* c) {
   if (wantRead != c->reading) {
     wantRead ? event_add(c->readEvent, tv) : event_del(c->readEvent);
     c->reading = wantRead;
+  }
+  // What `stats conns` shows, in memcached's state names.
+  const char* shown = c->closing                                 ? "conn_closing"
+                      : wantWrite                                ? "conn_mwrite"
+                      : c->waiting                               ? "conn_io_queue"
+                      : c->state == Connection::State::kValue    ? "conn_nread"
+                      : c->state == Connection::State::kSwallow ? "conn_swallow"
+                                                                 : "conn_waiting";
+  c->shownState.store(shown, std::memory_order_relaxed);
+}
+
+void Worker::describeConnections(std::vector<std::pair<int, std::string>>& out, const ReplySink* asking,
+                                 int64_t now) {
+  std::lock_guard<std::mutex> lock(connsMutex_);
+  for (const Connection* c : conns_) {
+    const std::string p = "STAT " + std::to_string(c->fd) + ":";
+    std::string& s = out.emplace_back(c->fd, std::string()).second;
+    s += p + "addr " + socketName(c->fd, true) + "\r\n";
+    s += p + "listen_addr " + socketName(c->fd, false) + "\r\n";
+    s += p + "state " + (c == asking ? "conn_parse_cmd" : c->shownState.load(std::memory_order_relaxed)) + "\r\n";
+    const int64_t idle = now - c->lastCommand.load(std::memory_order_relaxed);
+    s += p + "secs_since_last_cmd " + std::to_string(std::max<int64_t>(idle, 0)) + "\r\n";
   }
 }
 
@@ -497,6 +548,7 @@ void Worker::readAndProcess(Connection* c) {
 }
 
 void Worker::process(Connection* c) {
+  if (c->available() > 0) c->lastCommand.store(::time(nullptr), std::memory_order_relaxed);
   while (!c->closing && !c->failed && !c->waiting) {
     // Only between requests (kLine) or a multiget's batches (kGet): a value
     // in flight is always finished from the bytes already read.
@@ -749,6 +801,21 @@ Server::Server(Cache& cache, const ServerConfig& config, bool verbose)
     workers_.push_back(std::make_unique<Worker>(*this, *handler_, config_, state_, verbose_, flash));
     state_.workers.push_back(&workers_.back()->counters);
   }
+  state_.describeConnections = [this](std::string& out, const ReplySink* asking) {
+    // In descriptor order, listeners among them, as memcached lists them.
+    std::vector<std::pair<int, std::string>> sockets;
+    {
+      std::lock_guard<std::mutex> lock(listenersMutex_);
+      for (const auto& [fd, name] : listening_) {
+        const std::string p = "STAT " + std::to_string(fd) + ":";
+        sockets.emplace_back(fd, p + "addr " + name + "\r\n" + p + "state conn_listening\r\n");
+      }
+    }
+    const int64_t now = ::time(nullptr);
+    for (const auto& w : workers_) w->describeConnections(sockets, asking, now);
+    std::sort(sockets.begin(), sockets.end());
+    for (const auto& [fd, lines] : sockets) out += lines;
+  };
 }
 
 Server::~Server() {
@@ -772,6 +839,10 @@ uint16_t Server::listen() {
   } catch (...) {
     for (evconnlistener* l : listeners_) evconnlistener_free(l);
     listeners_.clear();
+    {
+      std::lock_guard<std::mutex> lock(listenersMutex_);
+      listening_.clear();
+    }
     throw;
   }
   config_.port = port;
@@ -821,6 +892,10 @@ uint16_t Server::listenOn(const std::string& address, uint16_t port) {
   }
   evconnlistener_set_error_cb(l, &Server::onAcceptError);
   listeners_.push_back(l);
+  {
+    std::lock_guard<std::mutex> lock(listenersMutex_);
+    listening_.emplace_back(evconnlistener_get_fd(l), socketName(evconnlistener_get_fd(l), false));
+  }
   return got;
 }
 
@@ -885,6 +960,10 @@ void Server::run(bool handleSignals) {
   // Stop accepting, then let every worker write what it owes and close.
   for (evconnlistener* l : listeners_) evconnlistener_free(l);
   listeners_.clear();
+  {
+    std::lock_guard<std::mutex> lock(listenersMutex_);
+    listening_.clear();
+  }
   for (auto& w : workers_) w->drain();
   for (auto& w : workers_) w->join();
   if (verbose_) logLine("stopped");

@@ -434,6 +434,46 @@ class LibmemcachedTools(unittest.TestCase):
                 self.assertEqual(request(s, b"delete %s\r\n" % k), b"DELETED\r\n")
             self.assertEqual(general(s)["bytes"], "0")
 
+    def test_stats_conns_lists_every_socket_and_what_it_is_doing(self):
+        # memcached's `stats conns` (it was answered ERROR): per descriptor,
+        # in order, the listener, then each client's addresses, state and idle time.
+        def conns(s):
+            lines = request(s, b"stats conns\r\n", b"END\r\n").decode().split("\r\n")
+            table, order = {}, []
+            for l in lines:
+                if l.startswith("STAT "):
+                    fd, field = l.split(" ", 2)[1].split(":", 1)
+                    if fd not in table:
+                        order.append(int(fd))
+                    table.setdefault(fd, {})[field] = l.split(" ", 2)[2]
+            self.assertEqual(order, sorted(order))
+            return {v["addr"]: v for v in table.values()}
+
+        def name(sock):
+            return "tcp:%s:%d" % sock.getsockname()
+
+        with Server(threads=2) as server:
+            here = "tcp:127.0.0.1:%d" % server.port
+            with server.connect() as idle, server.connect() as midvalue, server.connect() as asking:
+                self.assertTrue(request(idle, b"version\r\n").startswith(b"VERSION"))
+                midvalue.sendall(b"set half 0 0 10\r\nabc")  # 7 bytes of the value still to come
+                time.sleep(1.5)
+                table = conns(asking)
+                self.assertEqual(table[here]["state"], "conn_listening")
+                self.assertEqual(table[name(idle)]["state"], "conn_waiting")
+                self.assertEqual(table[name(midvalue)]["state"], "conn_nread")
+                self.assertEqual(table[name(asking)]["state"], "conn_parse_cmd")
+                for sock in (idle, midvalue, asking):
+                    self.assertEqual(table[name(sock)]["listen_addr"], here)
+                self.assertGreaterEqual(int(table[name(idle)]["secs_since_last_cmd"]), 1)
+                self.assertGreaterEqual(int(table[name(midvalue)]["secs_since_last_cmd"]), 1)
+                self.assertEqual(table[name(asking)]["secs_since_last_cmd"], "0")
+                gone = name(idle)
+                idle.close()
+                self.assertTrue(wait_for(lambda: gone not in conns(asking)))
+                midvalue.sendall(b"defghij\r\n")
+                self.assertEqual(recv_until(midvalue, b"\r\n"), b"STORED\r\n")
+
     def test_memctouch_memcflush(self):
         c = client(self.server)
         c.set("tool-touch", b"x", expire=1)
