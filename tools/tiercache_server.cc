@@ -3,16 +3,17 @@
 //   tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR]
 //                    [-t|--threads N] [-c|--max-conns N] [-m|--memory-limit MB]
 //                    [-I|--max-item-size SIZE] [-u|--user NAME] [-U|--udp-port 0]
-//                    [-P|--pidfile FILE] [-F] [-R N] [-B ascii|auto] [-v] [-V] [--help]
+//                    [-P|--pidfile FILE] [-F] [-R N] [-B ascii|auto] [-o OPT,...] [-v] [-V] [--help]
 //
 // Without --config it reads configs/server.json from the install (and, when
 // run from a build tree, from the source tree). Flags override the config's
 // "server" object (and -m tier 0's size) and are validated by the same
 // rules. The flags memcached operators pass (-m -p -l -t -c -I -u -U -P -F
-// -R -B -v -V) mean what they mean to memcached, so a usual memcached
+// -R -B -o -v -V) mean what they mean to memcached, so a usual memcached
 // command line works as it is (-I up to what the config's allocation
-// classes hold); memcached flags with no counterpart here (-d, -s, -o,
-// ...) are refused with a reason, never ignored.
+// classes hold; -o takes the extended options with a counterpart here,
+// extendedOptionError()); memcached flags and options with no counterpart
+// (-d, -s, -o no_lru_crawler, ...) are refused with a reason, never ignored.
 // SIGTERM/SIGINT stop it cleanly: no new connections, queued replies
 // written, cache closed (a persistent tier then restarts warm). Exit
 // status: 0 after a clean stop, 2 for a usage or config error, 1 for a
@@ -28,8 +29,10 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "allocator/cache.h"
+#include "common/split.h"
 #include "server/commands.h"
 #include "server/protocol.h"
 #include "server/server.h"
@@ -41,7 +44,7 @@ constexpr const char* kUsage =
     "usage: tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR] [-t|--threads N]\n"
     "                        [-c|--max-conns N] [-m|--memory-limit MB] [-I|--max-item-size SIZE]\n"
     "                        [-u|--user NAME] [-U|--udp-port 0] [-P|--pidfile FILE] [-F] [-R N]\n"
-    "                        [-B ascii|auto] [-v] [-V|--version] [--help]\n"
+    "                        [-B ascii|auto] [-o OPT,...] [-v] [-V|--version] [--help]\n"
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
     "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
     "  -p, --port N           TCP port (server.port; 0 = any free port, printed at start)\n"
@@ -56,6 +59,11 @@ constexpr const char* kUsage =
     "  -F, --disable-flush-all  refuse flush_all (server.flush_all_enabled false)\n"
     "  -R, --max-reqs-per-event N  requests per wake-up before a connection gives way (server.reqs_per_event)\n"
     "  -B, --protocol P       ascii or auto (binary requests are answered \"not supported\")\n"
+    "  -o, --extended OPT,... memcached's extended options that have a counterpart here: hashpower=N\n"
+    "                         (index.bucket_power), idle_timeout=N, slab_automove=0|1|2 (rebalance.enabled),\n"
+    "                         ext_path=FILE:SIZE (the flash store, flash.path and flash.size), and modern,\n"
+    "                         maxconns_fast, lru_crawler, lru_maintainer, slab_reassign, no_hashexpand,\n"
+    "                         which are how it always runs; any other is refused\n"
     "  -v                     log connections and errors to stderr\n"
     "  -V, --version          print the version and exit\n";
 
@@ -100,8 +108,6 @@ const char* unsupportedMemcachedFlag(const std::string& a) {
   if (a == "-d" || a == "--daemon")
     return "it runs in the foreground only (start it under systemd, or start-stop-daemon --background)";
   if (a == "-s" || a == "--unix-socket" || a == "-a" || a == "--unix-mask") return "it serves TCP only, no unix socket";
-  if (a == "-o" || a == "--extended")
-    return "set such options in the config file (docs/server.md, docs/configuration.md)";
   if (a == "-f" || a == "--slab-growth-factor" || a == "-n" || a == "--slab-min-size")
     return "allocation classes come from the config (allocation.growth_factor, allocation.min_size)";
   if (a == "-k" || a == "--lock-memory" || a == "-L" || a == "--enable-largepages")
@@ -117,6 +123,74 @@ const char* unsupportedMemcachedFlag(const std::string& a) {
   return nullptr;
 }
 
+// memcached's size suffixes for ext_path: k, m, g, t (powers of 1024).
+bool parseSuffixedSize(std::string t, uint64_t& out) {
+  uint64_t unit = 1;
+  if (!t.empty()) {
+    switch (t.back()) {
+      case 'k': case 'K': unit = uint64_t{1} << 10; break;
+      case 'm': case 'M': unit = uint64_t{1} << 20; break;
+      case 'g': case 'G': unit = uint64_t{1} << 30; break;
+      case 't': case 'T': unit = uint64_t{1} << 40; break;
+      default: break;
+    }
+    if (unit != 1) t.pop_back();
+  }
+  uint64_t v;
+  if (!tiercache::server::parseU64(t, v) || v > (uint64_t{1} << 50) / unit) return false;
+  out = v * unit;
+  return true;
+}
+
+// One of memcached's -o options, applied to the configs; throws ConfigError
+// naming the option when it has no counterpart here or its value is bad.
+void applyExtended(const std::string& option, tiercache::CacheConfig& cache, tiercache::server::ServerConfig& server) {
+  const size_t eq = option.find('=');
+  const std::string name = option.substr(0, eq);
+  const std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+  const std::string field = "-o " + option;
+  auto number = [&](uint32_t& to) {
+    if (!tiercache::server::parseU32(value, to)) throw tiercache::ConfigError(field, "needs a whole number");
+  };
+  // Always so here: memcached's switches for them change nothing.
+  if (name == "modern" || name == "maxconns_fast" || name == "lru_crawler" || name == "lru_maintainer" ||
+      name == "no_hashexpand") {
+    if (eq != std::string::npos) throw tiercache::ConfigError(field, "takes no value");
+    return;
+  }
+  if (name == "hashpower") {
+    number(cache.index.bucket_power);  // fixed here: memcached's is where its table starts
+  } else if (name == "idle_timeout") {
+    number(server.idle_timeout);
+  } else if (name == "slab_reassign") {
+    if (eq != std::string::npos) throw tiercache::ConfigError(field, "takes no value");
+    cache.rebalance.enabled = true;
+  } else if (name == "slab_automove") {
+    uint32_t mode = 1;
+    if (eq != std::string::npos) number(mode);
+    if (mode > 2) throw tiercache::ConfigError(field, "takes 0, 1 or 2");
+    cache.rebalance.enabled = mode != 0;
+  } else if (name == "ext_path") {
+    // memcached's extstore file: here the flash store behind the last memory tier (one file).
+    const size_t colon = value.rfind(':');
+    uint64_t size = 0;
+    if (colon == std::string::npos || colon == 0 || !parseSuffixedSize(value.substr(colon + 1), size) || size == 0)
+      throw tiercache::ConfigError(field, "needs FILE:SIZE, such as /var/lib/memcached/extstore:64G");
+    if (cache.flash.enabled() && cache.flash.path != value.substr(0, colon))
+      throw tiercache::ConfigError(field, "a second ext_path: the flash store is one file or device");
+    cache.flash.path = value.substr(0, colon);
+    cache.flash.size = size;
+  } else if (name.starts_with("ext_")) {
+    throw tiercache::ConfigError(field, "extstore's tuning has no counterpart; set flash.* in the config");
+  } else if (name == "no_lru_crawler" || name == "no_lru_maintainer" || name == "no_modern") {
+    throw tiercache::ConfigError(field, "the reaper and the eviction policy always run");
+  } else if (name == "slab_chunk_max" || name == "slab_sizes") {
+    throw tiercache::ConfigError(field, "allocation classes come from the config (allocation.*)");
+  } else {
+    throw tiercache::ConfigError(field, "no counterpart here (the config file holds the cache's options)");
+  }
+}
+
 // What the command line asks for; applied after the config file is read.
 struct Flags {
   std::string configPath;
@@ -124,6 +198,7 @@ struct Flags {
   std::optional<uint32_t> port, threads, maxConns, memoryMb, reqsPerEvent;
   std::optional<uint64_t> maxItemSize;
   std::optional<std::string> listen, user, pidFile;
+  std::vector<std::string> extended;  // -o, one option each
   bool disableFlushAll = false;
 };
 
@@ -188,6 +263,14 @@ int parseFlags(int argc, char** argv, Flags& f) {
       ok = text("ascii or auto", proto) &&
            (*proto == "ascii" || *proto == "auto" ||
             usageError(a + " " + *proto + ": the binary protocol is not served (ascii or auto are taken)"));
+    } else if (a == "-o" || a == "--extended") {
+      std::optional<std::string> list;
+      ok = text("options (memcached's -o list)", list);
+      if (ok) {
+        for (std::string_view o : tiercache::splitAt(*list, ',')) {
+          if (!o.empty()) f.extended.emplace_back(o);
+        }
+      }
     } else if (a == "-F" || a == "--disable-flush-all") {
       f.disableFlushAll = true;
     } else if (a == "-v" || a == "-vv" || a == "-vvv" || a == "--verbose") {
@@ -268,6 +351,8 @@ int main(int argc, char** argv) {
     if (flags.maxItemSize) config.max_item_size = *flags.maxItemSize;
     if (flags.reqsPerEvent) config.reqs_per_event = *flags.reqsPerEvent;
     if (flags.disableFlushAll) config.flush_all_enabled = false;
+    for (const std::string& o : flags.extended) applyExtended(o, cacheConfig, config);
+    if (!flags.extended.empty()) cacheConfig.validate();
     config.validate();
     if (flags.memoryMb) {
       // memcached's -m: the memory the cache holds items in, here tier 0's.

@@ -572,11 +572,14 @@ class Limits(unittest.TestCase):
         # -P writes the pid file, -I, -c, -F, -R set the server's options, -U 0 and -B ascii are
         # taken (neither UDP nor the binary protocol is served).
         pidfile = os.path.join(tempfile.mkdtemp(prefix="tiercache-pid-"), "server.pid")
-        args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv", "-P", pidfile]
+        args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv", "-P", pidfile,
+                "-o", "modern,maxconns_fast,hashpower=17", "-o", "idle_timeout=600,slab_automove=1"]
         with Server(args=args) as server, server.connect() as s:
             with open(pidfile) as f:
                 self.assertEqual(f.read(), "%d\n" % server.proc.pid)
             settings = request(s, b"stats settings\r\n", b"END\r\n").decode()
+            self.assertIn("STAT idle_timeout 600\r\n", settings)
+            self.assertIn("STAT hash_power_level 17\r\n", request(s, b"stats\r\n", b"END\r\n").decode())
             self.assertIn("STAT item_size_max 524288\r\n", settings)
             self.assertIn("STAT maxconns 100\r\n", settings)
             self.assertIn("STAT reqs_per_event 20\r\n", settings)
@@ -624,12 +627,43 @@ class Limits(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'server.listen: "nowhere" is not an IPv4 or IPv6 address', r.stderr)
 
+    def test_extstore_path_option_opens_the_flash_store(self):
+        # memcached's -o ext_path=FILE:SIZE (extstore): here the flash store behind the last tier.
+        d = tempfile.mkdtemp(prefix="tiercache-ext-")
+        path = os.path.join(d, "extstore")
+        try:
+            cfg = base_config()
+            cfg["tiers"] = [dict(cfg["tiers"][0], size="8MiB")]  # DRAM only: the victims go to flash
+            with Server(config=cfg, args=["-o", "ext_path=%s:64m" % path]) as server, server.connect() as s:
+                self.assertEqual(os.path.getsize(path), 64 << 20)
+                values = [os.urandom(4000) for _ in range(4096)]  # 16 MB through 8 MiB of DRAM
+                for i, v in enumerate(values):
+                    self.assertEqual(request(s, b"set e%d 0 0 4000\r\n%s\r\n" % (i, v)), b"STORED\r\n")
+                cache = request(s, b"stats cache\r\n", b"END\r\n").decode()
+                inserts = int(cache.split("STAT flash_inserts ")[1].split("\r\n")[0])
+                self.assertGreater(inserts, 0)
+                # The first keys left DRAM long ago: read back from the file, byte for byte.
+                self.assertEqual(request(s, b"get e0\r\n", b"END\r\n"),
+                                 b"VALUE e0 0 4000\r\n" + values[0] + b"\r\nEND\r\n")
+                cache = request(s, b"stats cache\r\n", b"END\r\n").decode()
+                self.assertNotIn("STAT flash_hits 0\r\n", cache)
+        finally:
+            import shutil
+            shutil.rmtree(d)
+
     def test_memcached_flags_without_a_counterpart_are_refused(self):
         from server_harness import SERVER
         for args, why in ((["-d"], b"memcached's -d is not taken: it runs in the foreground only"),
                           (["-s", "/tmp/mc.sock"], b"memcached's -s is not taken: it serves TCP only"),
                           (["-P"], b"-P needs a file"),
-                          (["-o", "modern"], b"memcached's -o is not taken: set such options in the config file"),
+                          (["-o", "no_lru_crawler"], b"-o no_lru_crawler: the reaper and the eviction policy always run"),
+                          (["-o", "modern,track_sizes"], b"-o track_sizes: no counterpart here"),
+                          (["-o", "hashpower=big"], b"-o hashpower=big: needs a whole number"),
+                          (["-o", "hashpower=40"], b"index.bucket_power: 40 is out of range"),
+                          (["-o", "slab_automove=3"], b"-o slab_automove=3: takes 0, 1 or 2"),
+                          (["-o", "ext_path=/var/tmp/ext"], b"-o ext_path=/var/tmp/ext: needs FILE:SIZE"),
+                          (["-o", "ext_threads=4"], b"-o ext_threads=4: extstore's tuning has no counterpart"),
+                          (["-o"], b"-o needs options"),
                           (["-C"], b"memcached's -C is not taken: CAS tokens are always kept"),
                           (["-U", "11211"], b"-U 11211: UDP is not served"),
                           (["-B", "binary"], b"-B binary: the binary protocol is not served"),
