@@ -47,7 +47,8 @@ kCore=(
 #   binary-sasl (SASL/auth), extstore*, error-extstore, chunked-*,
 #   slabs*-reassign*, slabs_reassign, slabhang, lru*, evictions, dash-M,
 #   item_size_max and dyn-maxbytes (memcached's slab sizing flags), stats,
-#   stats-detail, stats-conns (memcached's own counter set), proxy,
+#   stats-detail (memcached's own counter set), stats-conns (its TCP
+#   checks pass; it also wants a UDP listener listed), proxy,
 #   watcher*, restart (memcached's -e memory file), daemonize, shutdown,
 #   maxconns, conn-limits, idle-timeout, misbehave, refhang, whitespace and
 #   line-lengths (memcached's source tree layout), 00-startup (its flags).

@@ -113,10 +113,10 @@ class Worker {
     if (thread_.joinable()) thread_.join();
   }
   // From the accepting thread.
-  void give(int fd, std::string peer) {
+  void give(int fd, int listenFd, std::string peer) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      incoming_.emplace_back(fd, std::move(peer));
+      incoming_.push_back({fd, listenFd, std::move(peer)});
     }
     wakeup_.signal();
   }
@@ -145,7 +145,13 @@ class Worker {
   static void onReadable(int fd, short what, void* arg);
   static void onWritable(int fd, short what, void* arg);
   static void onFlashRead(void* self, void* conn);
-  void open(int fd, std::string peer);
+  // A connection accepted from a listener (listenFd), handed to this worker.
+  struct Accepted {
+    int fd;
+    int listenFd;
+    std::string peer;
+  };
+  void open(Accepted a);
   void close(Connection* c, const char* why);
   void closeAfterWrite(Connection* c);
   void run();
@@ -180,7 +186,7 @@ class Worker {
   event* deadline_ = nullptr;
   std::thread thread_;
   std::mutex mutex_;
-  std::vector<std::pair<int, std::string>> incoming_;
+  std::vector<Accepted> incoming_;
   std::unordered_set<Connection*> conns_;  // changed on this thread only, under connsMutex_
   std::mutex connsMutex_;                   // for describeConnections' readers
   std::vector<Connection*> deferred_;  // read in this pass, processed after it
@@ -197,6 +203,7 @@ struct Connection final : ReplySink {
   enum class State : uint8_t { kLine, kValue, kSwallow, kGet, kMetaGet, kDump };
   Worker* worker = nullptr;
   int fd = -1;
+  int listenFd = -1;  // the listener it came through (stats conns: listen_addr)
   event* readEvent = nullptr;
   event* writeEvent = nullptr;
   std::string peer;
@@ -263,8 +270,8 @@ void Worker::finish() {
   // must be in before the cache (or this loop's base) can go.
   if (flashReads_) flashReads_->drain();
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [fd, peer] : incoming_) {
-    ::close(fd);
+  for (const Accepted& a : incoming_) {
+    ::close(a.fd);
     state_.currConnections.fetch_sub(1);
     server_.connectionClosed();
   }
@@ -322,12 +329,12 @@ void Worker::onNotify(int, short, void* self) {
   w->wakeup_.clear();  // before taking the work, so a wake sent meanwhile runs this again
   w->runDeferred();    // a drain below closes connections: what they sent is answered first
   if (w->flashReads_) w->flashReads_->runCompleted();
-  std::vector<std::pair<int, std::string>> fds;
+  std::vector<Accepted> fds;
   {
     std::lock_guard<std::mutex> lock(w->mutex_);
     fds.swap(w->incoming_);
   }
-  for (auto& [fd, peer] : fds) w->open(fd, std::move(peer));
+  for (Accepted& a : fds) w->open(std::move(a));
   if (w->stopping_.load() && !w->draining_) {
     w->draining_ = true;
     for (Connection* c : std::vector<Connection*>(w->conns_.begin(), w->conns_.end())) {
@@ -349,7 +356,8 @@ void Worker::onDrainDeadline(int, short, void* self) {
   event_base_loopexit(w->base_, nullptr);
 }
 
-void Worker::open(int fd, std::string peer) {
+void Worker::open(Accepted a) {
+  const int fd = a.fd;
   if (draining_) {
     ::close(fd);
     state_.currConnections.fetch_sub(1);
@@ -362,7 +370,8 @@ void Worker::open(int fd, std::string peer) {
   auto* c = new Connection;
   c->worker = this;
   c->fd = fd;
-  c->peer = std::move(peer);
+  c->listenFd = a.listenFd;
+  c->peer = std::move(a.peer);
   c->readEvent = event_new(base_, fd, EV_READ | EV_PERSIST, &Worker::onReadable, c);
   c->writeEvent = event_new(base_, fd, EV_WRITE | EV_PERSIST, &Worker::onWritable, c);
   if (flashReads_) c->flash = flashReads_->make(c);
@@ -437,7 +446,7 @@ void Worker::describeConnections(std::vector<std::pair<int, std::string>>& out, 
     const std::string p = "STAT " + std::to_string(c->fd) + ":";
     std::string& s = out.emplace_back(c->fd, std::string()).second;
     s += p + "addr " + socketName(c->fd, true) + "\r\n";
-    s += p + "listen_addr " + socketName(c->fd, false) + "\r\n";
+    s += p + "listen_addr " + server_.listenerName(c->listenFd) + "\r\n";
     s += p + "state " + (c == asking ? "conn_parse_cmd" : c->shownState.load(std::memory_order_relaxed)) + "\r\n";
     const int64_t idle = now - c->lastCommand.load(std::memory_order_relaxed);
     s += p + "secs_since_last_cmd " + std::to_string(std::max<int64_t>(idle, 0)) + "\r\n";
@@ -899,7 +908,7 @@ uint16_t Server::listenOn(const std::string& address, uint16_t port) {
   return got;
 }
 
-void Server::onAccept(evconnlistener*, int fd, sockaddr* sa, int, void* self) {
+void Server::onAccept(evconnlistener* listener, int fd, sockaddr* sa, int, void* self) {
   auto* s = static_cast<Server*>(self);
   std::string peer = peerName(sa);
   if (s->state_.currConnections.load() >= s->config_.max_conns) {
@@ -914,7 +923,15 @@ void Server::onAccept(evconnlistener*, int fd, sockaddr* sa, int, void* self) {
   s->state_.currConnections.fetch_add(1);
   s->state_.totalConnections.fetch_add(1);
   evutil_make_socket_nonblocking(fd);
-  s->workers_[s->nextWorker_++ % s->workers_.size()]->give(fd, std::move(peer));
+  s->workers_[s->nextWorker_++ % s->workers_.size()]->give(fd, evconnlistener_get_fd(listener), std::move(peer));
+}
+
+std::string Server::listenerName(int fd) {
+  std::lock_guard<std::mutex> lock(listenersMutex_);
+  for (const auto& [listenFd, name] : listening_) {
+    if (listenFd == fd) return name;
+  }
+  return "?";  // closed: the server is stopping
 }
 
 void Server::onAcceptError(evconnlistener* listener, void* self) {

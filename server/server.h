@@ -81,6 +81,8 @@ class Server {
   ServerState& state() { return state_; }
   // From any worker: a descriptor was freed, so a paused listener may accept again.
   void connectionClosed();
+  // From any thread: the address a listener serves ("tcp:127.0.0.1:11211"), as stats conns shows it.
+  std::string listenerName(int fd);
 
  private:
   static void onAccept(evconnlistener*, int fd, ::sockaddr*, int, void* self);

@@ -452,8 +452,8 @@ class LibmemcachedTools(unittest.TestCase):
         def name(sock):
             return "tcp:%s:%d" % sock.getsockname()
 
-        with Server(threads=2) as server:
-            here = "tcp:127.0.0.1:%d" % server.port
+        with Server(threads=2, args=["-l", "0.0.0.0"]) as server:
+            here = "tcp:0.0.0.0:%d" % server.port  # listen_addr is the listener's, as memcached's
             with server.connect() as idle, server.connect() as midvalue, server.connect() as asking:
                 self.assertTrue(request(idle, b"version\r\n").startswith(b"VERSION"))
                 midvalue.sendall(b"set half 0 0 10\r\nabc")  # 7 bytes of the value still to come
