@@ -11,6 +11,7 @@
 // framed as a binary request and its "not supported" response checked.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -39,6 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(h.opcode == data[1] && static_cast<unsigned char>(reply[1]) == data[1]);
     check(reply.compare(12, 4, in.substr(12, 4)) == 0);
     check(h.bodyBytes == (uint32_t{data[8]} << 24 | uint32_t{data[9]} << 16 | uint32_t{data[10]} << 8 | data[11]));
+    check(h.keyBytes == (uint32_t{data[2]} << 8 | data[3]) && h.extrasBytes == data[4]);
+    // A response carries its parts whole, its body length their sum.
+    const std::string_view rest = in.substr(kBinaryHeaderBytes);
+    const std::string_view extras = rest.substr(0, std::min<size_t>(rest.size(), h.extrasBytes));
+    const std::string_view key = rest.substr(extras.size(), std::min<size_t>(rest.size() - extras.size(), h.keyBytes));
+    reply.clear();
+    appendBinaryResponse(reply, h, 0x81, h.cas, extras, key, rest.substr(extras.size() + key.size()));
+    check(reply.size() == in.size() && parseBinaryHeader(reply).bodyBytes == rest.size());
+    check(parseBinaryHeader(reply).cas == h.cas &&
+          reply.compare(kBinaryHeaderBytes, std::string_view::npos, rest) == 0);
   }
   Request r;
   while (!in.empty()) {

@@ -197,25 +197,36 @@ BinaryRequestHeader parseBinaryHeader(std::string_view header) {
   auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(header[i])); };
   auto be32 = [&](size_t i) { return byte(i) << 24 | byte(i + 1) << 16 | byte(i + 2) << 8 | byte(i + 3); };
   h.opcode = static_cast<uint8_t>(byte(1));
+  h.keyBytes = static_cast<uint16_t>(byte(2) << 8 | byte(3));
+  h.extrasBytes = static_cast<uint8_t>(byte(4));
   h.bodyBytes = be32(8);
   h.opaque = be32(12);
+  h.cas = uint64_t{be32(16)} << 32 | be32(20);
   return h;
 }
 
-void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out) {
-  static constexpr std::string_view kMessage = "binary protocol not supported: use the ASCII or meta protocol";
+void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
+                          std::string_view extras, std::string_view key, std::string_view value) {
   const size_t at = out.size();
-  out.resize(at + kBinaryHeaderBytes);  // zeroes: key, extras, datatype, CAS
-  auto put32 = [&](size_t i, uint32_t v) {
-    for (size_t b = 0; b < 4; ++b) out[at + i + b] = static_cast<char>(v >> (24 - 8 * b));
+  out.resize(at + kBinaryHeaderBytes);
+  auto put = [&](size_t i, uint64_t v, size_t bytes) {
+    for (size_t b = 0; b < bytes; ++b) out[at + i + b] = static_cast<char>(v >> (8 * (bytes - 1 - b)));
   };
-  out[at] = static_cast<char>(0x81);  // response magic
-  out[at + 1] = static_cast<char>(h.opcode);
-  out[at + 6] = static_cast<char>(kBinaryStatusNotSupported >> 8);
-  out[at + 7] = static_cast<char>(kBinaryStatusNotSupported & 0xff);
-  put32(8, static_cast<uint32_t>(kMessage.size()));
-  put32(12, h.opaque);
-  out.append(kMessage);
+  put(0, kBinaryResponseMagic, 1);
+  put(1, request.opcode, 1);
+  put(2, key.size(), 2);
+  put(4, extras.size(), 1);
+  put(5, 0, 1);  // data type: raw bytes
+  put(6, status, 2);
+  put(8, extras.size() + key.size() + value.size(), 4);
+  put(12, request.opaque, 4);
+  put(16, cas, 8);
+  out.append(extras).append(key).append(value);
+}
+
+void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out) {
+  appendBinaryResponse(out, h, kBinaryStatusNotSupported, 0, {}, {},
+                       "binary protocol turned off here (-B ascii): use the ASCII or meta protocol");
 }
 
 void appendBase64(std::string_view in, std::string& out) {

@@ -125,24 +125,31 @@ struct ParseOptions {
 
 ParseResult parseLine(std::string_view line, Request& out, ParseOptions options = {});
 
-// The binary protocol is not served, but its requests are framed: a
-// request starting with kBinaryRequestMagic has a 24-byte header whose body
-// length says where the next request starts. Each one is answered with a
-// binary "not supported" response, so a binary client reports a clear
-// error at once (not a timeout) and stays in step; the body is discarded
-// unread. Nothing an ASCII client sends starts with this byte.
+// memcached's binary protocol: a request starts with kBinaryRequestMagic
+// and a 24-byte header whose body length (extras + key + value) says where
+// the next request starts. binary_commands.h carries the requests out; with
+// server.binary_protocol off (-B ascii) each is answered "not supported"
+// and its body discarded, so a binary client fails at once and stays in
+// step. Nothing an ASCII client sends starts with this byte.
 inline constexpr unsigned char kBinaryRequestMagic = 0x80;
+inline constexpr unsigned char kBinaryResponseMagic = 0x81;
 inline constexpr size_t kBinaryHeaderBytes = 24;
 inline constexpr uint16_t kBinaryStatusNotSupported = 0x83;
 struct BinaryRequestHeader {
   uint8_t opcode = 0;
+  uint8_t extrasBytes = 0;
+  uint16_t keyBytes = 0;
   uint32_t bodyBytes = 0;  // extras + key + value: what follows the header
   uint32_t opaque = 0;     // echoed in the response
+  uint64_t cas = 0;
 };
 // The fields of a whole header (a shorter `header` gives zeroes).
 BinaryRequestHeader parseBinaryHeader(std::string_view header);
-// Appends the response to `out`: a 24-byte header (status
-// kBinaryStatusNotSupported, the request's opcode and opaque) and a message.
+// Appends one response: the 24-byte header (the request's opcode and
+// opaque, `status`, `cas`), then extras, key and value.
+void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
+                          std::string_view extras, std::string_view key, std::string_view value);
+// The response of a server that does not take the binary protocol (-B ascii).
 void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out);
 
 // lru_crawler metadump / mgdump: a key dump, streamed over several turns

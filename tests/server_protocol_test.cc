@@ -248,24 +248,31 @@ TEST(ServerProtocol, DebugTimeTakesOneSignedNumber) {
   EXPECT_EQ(parse("debugtime 1 2", r).error, "ERROR");
 }
 
-TEST(ServerProtocol, BinaryRequestIsFramedAndAnsweredNotSupported) {
-  // A GETK header: key length 3, body 3 bytes, opaque 0xdeadbeef, CAS set.
+TEST(ServerProtocol, BinaryHeaderAndResponseBytes) {
+  // A GETK header: key length 3, extras 4, body 3, opaque 0xdeadbeef, CAS 0x0102030405060708.
   const std::string header(
-      "\x80\x0c\x00\x03\x00\x00\x00\x00\x00\x00\x00\x03\xde\xad\xbe\xef"
+      "\x80\x0c\x00\x03\x04\x00\x00\x00\x00\x00\x00\x03\xde\xad\xbe\xef"
       "\x01\x02\x03\x04\x05\x06\x07\x08",
       kBinaryHeaderBytes);
   const BinaryRequestHeader h = parseBinaryHeader(header);
   EXPECT_EQ(h.opcode, 0x0c);
+  EXPECT_EQ(h.keyBytes, 3u);
+  EXPECT_EQ(h.extrasBytes, 4u);
   EXPECT_EQ(h.bodyBytes, 3u);
   EXPECT_EQ(h.opaque, 0xdeadbeefu);
+  EXPECT_EQ(h.cas, 0x0102030405060708u);
   std::string out = "before";
-  appendBinaryNotSupported(h, out);
-  const std::string_view message = "binary protocol not supported: use the ASCII or meta protocol";
-  ASSERT_EQ(out.size(), 6 + kBinaryHeaderBytes + message.size());
-  const std::string expected = std::string("before\x81\x0c\x00\x00\x00\x00\x00\x83\x00\x00\x00", 17) +
-                               static_cast<char>(message.size()) + "\xde\xad\xbe\xef" + std::string(8, '\0') +
-                               std::string(message);
+  appendBinaryResponse(out, h, 0x0102, 0x1122334455667788u, "EXTR", "key", "value");
+  const std::string expected = std::string("before\x81\x0c\x00\x03\x04\x00\x01\x02\x00\x00\x00\x0c", 18) +
+                               "\xde\xad\xbe\xef\x11\x22\x33\x44\x55\x66\x77\x88" + "EXTRkeyvalue";
   EXPECT_EQ(out, expected);
+  // -B ascii: a "not supported" status and a message saying what to use.
+  out.clear();
+  appendBinaryNotSupported(h, out);
+  const std::string_view message = "binary protocol turned off here (-B ascii): use the ASCII or meta protocol";
+  ASSERT_EQ(out.size(), kBinaryHeaderBytes + message.size());
+  EXPECT_EQ(out.substr(0, 8), std::string("\x81\x0c\x00\x00\x00\x00\x00\x83", 8));
+  EXPECT_EQ(out.substr(kBinaryHeaderBytes), message);
   // A short header reads as zeroes, never past its end.
   const BinaryRequestHeader partial = parseBinaryHeader(header.substr(0, 10));
   EXPECT_EQ(partial.bodyBytes, 0u);
