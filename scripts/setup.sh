@@ -18,7 +18,7 @@ packages=(
   valgrind                  # callgrind instruction counts in docs/benchmarks.md
   ccache                    # CMAKE_CXX_COMPILER_LAUNCHER=ccache (CONTRIBUTING.md)
   libevent-dev              # tiercache-server's event loop
-  memcached python3-pymemcache libmemcached-tools nutcracker  # server tests, cluster and comparison scripts
+  memcached python3-pymemcache python3-pylibmc libmemcached-tools nutcracker  # server tests (pylibmc: binary protocol), cluster and comparison scripts
 )
 
 if [[ $EUID -eq 0 ]]; then

@@ -85,7 +85,7 @@ struct ServerState {
   // every connection; `asking` is the connection that asked). Set by the
   // Server; empty where no server runs (the fuzzer).
   std::function<void(std::string& out, const ReplySink* asking)> describeConnections;
-  std::atomic<uint64_t> connYields{0};      // times a connection gave way after server.reqs_per_event requests
+  std::atomic<uint64_t> connYields{0};  // times a connection gave way after server.reqs_per_event requests
   std::atomic<uint32_t> verbosity{0};
   // server.use_cas off: the server second of the last flush_all without a
   // delay (-1: none); a value stored in that second is lost, as memcached -C.

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "binary_commands.h"
 #include "output_queue.h"
 #include "pending_reads.h"
 #include "wakeup.h"
@@ -92,6 +93,7 @@ class Worker {
         config_(config),
         state_(state),
         verbose_(verbose),
+        binary_(handler),
         pinBudget_(kPinsPerServer / config.threads) {
     // Only this worker's thread touches its base (wakeup.h): no locks.
     event_config* cfg = event_config_new();
@@ -180,6 +182,7 @@ class Worker {
   const ServerConfig& config_;
   ServerState& state_;
   bool verbose_;
+  BinaryCommands binary_;
   Wakeup wakeup_;  // before base_ and flashReads_, which use it
   event_base* base_ = nullptr;
   event* notify_ = nullptr;
@@ -188,8 +191,8 @@ class Worker {
   std::mutex mutex_;
   std::vector<Accepted> incoming_;
   std::unordered_set<Connection*> conns_;  // changed on this thread only, under connsMutex_
-  std::mutex connsMutex_;                   // for describeConnections' readers
-  std::vector<Connection*> deferred_;  // read in this pass, processed after it
+  std::mutex connsMutex_;                  // for describeConnections' readers
+  std::vector<Connection*> deferred_;      // read in this pass, processed after it
   std::atomic<bool> stopping_{false};
   bool draining_ = false;
   size_t pinsHeld_ = 0;  // values queued by reference on this worker's connections
@@ -430,17 +433,16 @@ void Worker::settle(Connection* c) {
     c->reading = wantRead;
   }
   // What `stats conns` shows, in memcached's state names.
-  const char* shown = c->closing                                 ? "conn_closing"
-                      : wantWrite                                ? "conn_mwrite"
-                      : c->waiting                               ? "conn_io_queue"
-                      : c->state == Connection::State::kValue    ? "conn_nread"
+  const char* shown = c->closing                                ? "conn_closing"
+                      : wantWrite                               ? "conn_mwrite"
+                      : c->waiting                              ? "conn_io_queue"
+                      : c->state == Connection::State::kValue   ? "conn_nread"
                       : c->state == Connection::State::kSwallow ? "conn_swallow"
-                                                                 : "conn_waiting";
+                                                                : "conn_waiting";
   c->shownState.store(shown, std::memory_order_relaxed);
 }
 
-void Worker::describeConnections(std::vector<std::pair<int, std::string>>& out, const ReplySink* asking,
-                                 int64_t now) {
+void Worker::describeConnections(std::vector<std::pair<int, std::string>>& out, const ReplySink* asking, int64_t now) {
   std::lock_guard<std::mutex> lock(connsMutex_);
   for (const Connection* c : conns_) {
     const std::string p = "STAT " + std::to_string(c->fd) + ":";
@@ -686,11 +688,29 @@ bool Worker::processOne(Connection* c) {
 bool Worker::binaryRequest(Connection* c) {
   if (c->available() < kBinaryHeaderBytes) return false;
   const BinaryRequestHeader h = parseBinaryHeader(std::string_view(c->in.get() + c->inStart, kBinaryHeaderBytes));
+  // The whole body is read into the input buffer first (it grows to
+  // kInputMax); one that cannot fit there is refused as too large.
+  const uint64_t whole = kBinaryHeaderBytes + uint64_t{h.bodyBytes};
+  if (config_.binary_protocol && whole <= kInputMax) {
+    if (c->available() < whole) return false;
+    const std::string_view body(c->in.get() + c->inStart + kBinaryHeaderBytes, h.bodyBytes);
+    const Next next = binary_.execute(h, body, *c, counters);
+    c->inStart += whole;
+    if (next == Next::kClose) {
+      closeAfterWrite(c);
+      return false;
+    }
+    return true;
+  }
   c->inStart += kBinaryHeaderBytes;
   counters.add(counters.protocol_errors);
-  if (verbose_) logLine(c->peer + ": binary protocol request (opcode " + std::to_string(h.opcode) + "), not supported");
   std::string reply;
-  appendBinaryNotSupported(h, reply);
+  if (config_.binary_protocol) {
+    appendBinaryResponse(reply, h, static_cast<uint16_t>(BinaryStatus::kTooLarge), 0, {}, {}, "Too large.");
+  } else {
+    if (verbose_) logLine(c->peer + ": binary protocol request (opcode " + std::to_string(h.opcode) + "), turned off");
+    appendBinaryNotSupported(h, reply);
+  }
   c->add(reply);
   if (h.bodyBytes > 0) {
     c->state = Connection::State::kSwallow;

@@ -98,9 +98,9 @@ class Server {
   ServerState state_;
   std::unique_ptr<CommandHandler> handler_;
   event_base* base_ = nullptr;
-  std::vector<evconnlistener*> listeners_;  // one per address of server.listen
-  std::mutex listenersMutex_;                               // for stats conns on the workers
-  std::vector<std::pair<int, std::string>> listening_;      // each listener's fd and address
+  std::vector<evconnlistener*> listeners_;              // one per address of server.listen
+  std::mutex listenersMutex_;                           // for stats conns on the workers
+  std::vector<std::pair<int, std::string>> listening_;  // each listener's fd and address
   event* stopEvent_ = nullptr;
   event* acceptResume_ = nullptr;  // timer, or made active by connectionClosed()
   std::vector<event*> signalEvents_;

@@ -88,6 +88,12 @@ const config::Schema& schema() {
                .description = "Off: `flush_all` is refused with `CLIENT_ERROR flush_all not allowed` and nothing "
                               "is flushed, so no client can empty a shared cache (memcached's -F).",
                .field = SERVER_FIELD(c.flush_all_enabled)},
+              {.name = "binary_protocol",
+               .type = Type::kBool,
+               .description = "Serve memcached's binary protocol beside the text and meta ones (a connection's "
+                              "first byte picks). Off (-B ascii): each binary request is answered \"not "
+                              "supported\" and its body discarded.",
+               .field = SERVER_FIELD(c.binary_protocol)},
               {.name = "reqs_per_event",
                .type = Type::kCount,
                .description = "Requests a connection may carry out in one wake-up before it gives way to the "

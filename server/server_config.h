@@ -25,6 +25,7 @@ struct ServerConfig {
   uint32_t idle_timeout = 0;          // seconds without a request before a connection is closed; 0 = never (memcached)
   bool strict_keys = false;           // refuse control bytes in keys (memcached accepts all but space and NUL)
   bool flush_all_enabled = true;      // false: flush_all is refused (memcached -F)
+  bool binary_protocol = true;        // false: binary requests answered "not supported" (memcached -B ascii)
   uint32_t reqs_per_event = 0;        // requests per wake-up before a connection gives way; 0 = no limit
   bool debug_commands = false;        // accept `debugtime` (memcached-debug's clock shift), tests only
   bool use_cas = true;                // false: memcached -C's whole-second flush_all (see server_config.cc)

@@ -186,6 +186,7 @@ void CommandHandler::stats(const Request& r, ReplySink& out, WorkerCounters& c) 
     stat("verbosity", static_cast<uint64_t>(state_.verbosity.load()));
     stat("reqs_per_event", static_cast<uint64_t>(config_.reqs_per_event));
     stat("flush_enabled", std::string_view(config_.flush_all_enabled ? "yes" : "no"));
+    stat("binding_protocol", std::string_view(config_.binary_protocol ? "auto-negotiate" : "ascii"));
   } else if (r.statsArgs == "conns") {
     if (state_.describeConnections) state_.describeConnections(s, &out);
   } else if (r.statsArgs == "sizes") {

@@ -58,7 +58,8 @@ constexpr const char* kUsage =
     "  -P, --pidfile FILE     write the process id there once listening (removed on a clean stop)\n"
     "  -F, --disable-flush-all  refuse flush_all (server.flush_all_enabled false)\n"
     "  -R, --max-reqs-per-event N  requests per wake-up before a connection gives way (server.reqs_per_event)\n"
-    "  -B, --protocol P       ascii or auto (binary requests are answered \"not supported\")\n"
+    "  -B, --protocol P       auto or binary: text, meta and binary requests; ascii: binary ones are\n"
+    "                         answered \"not supported\" (server.binary_protocol)\n"
     "  -o, --extended OPT,... memcached's extended options that have a counterpart here: hashpower=N\n"
     "                         (index.bucket_power), idle_timeout=N, slab_automove=0|1|2 (rebalance.enabled),\n"
     "                         ext_path=FILE:SIZE (the flash store, flash.path and flash.size), and modern,\n"
@@ -128,10 +129,14 @@ bool parseSuffixedSize(std::string t, uint64_t& out) {
   uint64_t unit = 1;
   if (!t.empty()) {
     switch (t.back()) {
-      case 'k': case 'K': unit = uint64_t{1} << 10; break;
-      case 'm': case 'M': unit = uint64_t{1} << 20; break;
-      case 'g': case 'G': unit = uint64_t{1} << 30; break;
-      case 't': case 'T': unit = uint64_t{1} << 40; break;
+      case 'k':
+      case 'K': unit = uint64_t{1} << 10; break;
+      case 'm':
+      case 'M': unit = uint64_t{1} << 20; break;
+      case 'g':
+      case 'G': unit = uint64_t{1} << 30; break;
+      case 't':
+      case 'T': unit = uint64_t{1} << 40; break;
       default: break;
     }
     if (unit != 1) t.pop_back();
@@ -198,7 +203,8 @@ struct Flags {
   std::optional<uint32_t> port, threads, maxConns, memoryMb, reqsPerEvent;
   std::optional<uint64_t> maxItemSize;
   std::optional<std::string> listen, user, pidFile;
-  std::vector<std::string> extended;  // -o, one option each
+  std::vector<std::string> extended;   // -o, one option each
+  std::optional<bool> binaryProtocol;  // -B
   bool disableFlushAll = false;
 };
 
@@ -260,9 +266,9 @@ int parseFlags(int argc, char** argv, Flags& f) {
                                                    ": UDP is not served (only -U 0, memcached's default, is taken)"));
     } else if (a == "-B" || a == "--protocol") {
       std::optional<std::string> proto;
-      ok = text("ascii or auto", proto) &&
-           (*proto == "ascii" || *proto == "auto" ||
-            usageError(a + " " + *proto + ": the binary protocol is not served (ascii or auto are taken)"));
+      ok = text("ascii, binary or auto", proto) && (*proto == "ascii" || *proto == "auto" || *proto == "binary" ||
+                                                    usageError(a + " " + *proto + ": takes ascii, binary or auto"));
+      if (ok) f.binaryProtocol = *proto != "ascii";
     } else if (a == "-o" || a == "--extended") {
       std::optional<std::string> list;
       ok = text("options (memcached's -o list)", list);
@@ -351,6 +357,7 @@ int main(int argc, char** argv) {
     if (flags.maxItemSize) config.max_item_size = *flags.maxItemSize;
     if (flags.reqsPerEvent) config.reqs_per_event = *flags.reqsPerEvent;
     if (flags.disableFlushAll) config.flush_all_enabled = false;
+    if (flags.binaryProtocol) config.binary_protocol = *flags.binaryProtocol;
     for (const std::string& o : flags.extended) applyExtended(o, cacheConfig, config);
     if (!flags.extended.empty()) cacheConfig.validate();
     config.validate();

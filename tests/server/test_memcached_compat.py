@@ -84,20 +84,223 @@ class LibmemcachedTestTools(unittest.TestCase):
         # Its keys hold control bytes: every one of its sets was once refused.
         self.assertEqual(stat(self.server, "protocol_errors"), before)
 
-    def test_binary_client_gets_an_error_not_a_timeout(self):
-        # The binary protocol is not served. libmemcached's --binary tools
-        # once waited out their 4 s poll for a reply that never came (the
-        # header has no newline); now the "not supported" response comes at
-        # once, and libmemcached reports an unknown status as a read failure.
+    def test_memccapable_binary_all_pass(self):
+        # libmemcached's binary protocol checks: every opcode it knows, quiet
+        # variants, CAS, incr/decr with initial values, stat, quit.
+        r = subprocess.run(["memccapable", "-h", "127.0.0.1", "-p", str(self.server.port), "-b"],
+                           capture_output=True, timeout=120)
+        out = r.stdout.decode(errors="replace")
+        failed = [line for line in out.splitlines() if "[FAIL]" in line or "[skip]" in line]
+        self.assertEqual(failed, [], out)
+        self.assertEqual(len(re.findall(r"\[pass\]", out)), 27, out)
+        self.assertEqual(r.returncode, 0, out)
+
+    def test_binary_tools_copy_and_read_back(self):
+        data = bytes(range(256)) * 100 + b"\r\nEND\r\n"
         path = os.path.join(self.server.tmp.name, "binary-value")
         with open(path, "wb") as f:
-            f.write(b"hello\n")
-        r = subprocess.run(["memccp", "--binary", "--servers=127.0.0.1:%d" % self.server.port, path],
-                           capture_output=True, timeout=60)
-        err = (r.stdout + r.stderr).decode(errors="replace")
-        self.assertNotEqual(r.returncode, 0, err)
-        self.assertIn("UNKNOWN READ FAILURE", err)
-        self.assertNotIn("TIMEOUT", err)
+            f.write(data)
+        servers = "--servers=127.0.0.1:%d" % self.server.port
+        r = subprocess.run(["memccp", "--binary", servers, path], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["memccat", "--binary", servers, "binary-value"], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout[:len(data)], data)
+        # The text protocol sees the same item.
+        with self.server.connect() as s:
+            got = request(s, b"get binary-value\r\n", b"END\r\n")
+            self.assertTrue(got.startswith(b"VALUE binary-value 0 %d\r\n" % len(data)), got[:80])
+
+    def test_binary_client_gets_an_error_not_a_timeout_with_the_protocol_off(self):
+        # -B ascii: libmemcached's --binary tools once waited out their 4 s
+        # poll for a reply that never came (the header has no newline); the
+        # "not supported" response comes at once, and libmemcached reports an
+        # unknown status as a read failure.
+        with Server(threads=1, args=["-B", "ascii"]) as server:
+            path = os.path.join(server.tmp.name, "binary-value")
+            with open(path, "wb") as f:
+                f.write(b"hello\n")
+            r = subprocess.run(["memccp", "--binary", "--servers=127.0.0.1:%d" % server.port, path],
+                               capture_output=True, timeout=60)
+            err = (r.stdout + r.stderr).decode(errors="replace")
+            self.assertNotEqual(r.returncode, 0, err)
+            self.assertIn("UNKNOWN READ FAILURE", err)
+            self.assertNotIn("TIMEOUT", err)
+
+
+def binary(opcode, opaque=0, extras=b"", key=b"", value=b"", cas=0):
+    import struct
+    body = extras + key + value
+    return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, len(body), opaque, cas) + body
+
+
+def read_binary(sock, count=1, timeout=10, stats=False):
+    """count binary responses: (opcode, status, opaque, cas, extras, key, value) each;
+    with stats, up to the empty one that ends a stat's list."""
+    import struct
+    out, data = [], b""
+    sock.settimeout(timeout)
+    while (len(out) < count) if not stats else (not out or out[-1][5] != b""):
+        while len(data) < 24 or len(data) < 24 + struct.unpack(">I", data[8:12])[0]:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise AssertionError("closed after %d responses" % len(out))
+            data += chunk
+        magic, op, keylen, extlen, _, status, body, opaque, cas = struct.unpack(">BBHBBHIIQ", data[:24])
+        assert magic == 0x81, data[:24]
+        b = data[24:24 + body]
+        out.append((op, status, opaque, cas, b[:extlen], b[extlen:extlen + keylen], b[extlen + keylen:]))
+        data = data[24 + body:]
+    assert data == b"", data
+    return out
+
+
+class BinaryProtocol(unittest.TestCase):
+    """memcached's binary protocol on raw sockets: what clients rely on, byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(threads=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__()
+
+    def test_quiet_requests_answer_only_hits_and_errors_before_the_noop(self):
+        import struct
+        value = b"v\r\nget x\r\n" + bytes(range(256)) * 40  # ASCII line ends inside: no framing by them
+        with self.server.connect() as s:
+            s.sendall(binary(0x11, 1, struct.pack(">II", 0xdeadbeef, 0), b"bq", value) +  # setq: silent
+                      binary(0x09, 2, key=b"bq") +           # getq hit
+                      binary(0x09, 3, key=b"bq-missing") +   # getq miss: silent
+                      binary(0x0d, 4, key=b"bq-missing") +   # getkq miss: silent
+                      binary(0x12, 5, struct.pack(">II", 0, 0), b"bq", b"x") +  # addq on an existing key: error
+                      binary(0x0a, 6))                       # noop
+            (get, add, noop) = read_binary(s, 3)
+            self.assertEqual(get[:2], (0x09, 0))
+            self.assertEqual((get[2], get[4], get[5], get[6]), (2, struct.pack(">I", 0xdeadbeef), b"", value))
+            self.assertNotEqual(get[3], 0)  # the item's CAS
+            self.assertEqual(add[:3], (0x12, 0x02, 5))
+            self.assertEqual(add[6], b"Data exists for key.")
+            self.assertEqual(noop[:3], (0x0a, 0, 6))
+            # The text protocol sees the binary set, flags and all.
+            self.assertEqual(request(s, b"get bq\r\n", b"END\r\n"),
+                             b"VALUE bq %d %d\r\n%s\r\nEND\r\n" % (0xdeadbeef, len(value), value))
+
+    def test_misses_cas_and_store_modes(self):
+        import struct
+        extras = struct.pack(">II", 3, 0)
+        with self.server.connect() as s:
+            s.sendall(binary(0x00, 1, key=b"bm-none") + binary(0x0c, 2, key=b"bm-none"))
+            (get, getk) = read_binary(s, 2)
+            self.assertEqual(get[1:2] + get[5:], (0x01, b"", b"Not found"))
+            self.assertEqual(getk[1:2] + getk[5:], (0x01, b"bm-none", b""))  # K: the key names the miss
+            s.sendall(binary(0x03, 3, extras, b"bm", b"r") + binary(0x0e, 4, key=b"bm", value=b"a"))
+            (replace, append) = read_binary(s, 2)
+            self.assertEqual((replace[1], append[1]), (0x01, 0x05))  # replace: not found; append: not stored
+            s.sendall(binary(0x01, 5, extras, b"bm", b"one"))
+            (stored,) = read_binary(s)
+            self.assertEqual(stored[1], 0)
+            cas = stored[3]
+            self.assertNotEqual(cas, 0)
+            s.sendall(binary(0x01, 6, extras, b"bm", b"two", cas=cas + 1000) +  # a stale token
+                      binary(0x01, 7, extras, b"bm-none", b"x", cas=5) +        # a token for no item
+                      binary(0x01, 8, extras, b"bm", b"two", cas=cas) +
+                      binary(0x0f, 9, key=b"bm", value=b">") + binary(0x0c, 10, key=b"bm"))
+            stale, none, swapped, prepend, got = read_binary(s, 5)
+            self.assertEqual((stale[1], none[1], swapped[1], prepend[1]), (0x02, 0x01, 0, 0))
+            self.assertEqual((got[4], got[5], got[6]), (struct.pack(">I", 3), b"bm", b">two"))
+            self.assertEqual(got[3], prepend[3])  # the CAS the prepend answered is the item's
+            s.sendall(binary(0x04, 11, key=b"bm", cas=cas) + binary(0x04, 12, key=b"bm") + binary(0x04, 13, key=b"bm"))
+            self.assertEqual([r[1] for r in read_binary(s, 3)], [0x02, 0, 0x01])
+
+    def test_incr_decr_initial_values_and_errors(self):
+        import struct
+
+        def arith(op, opaque, key, delta, initial, exptime):
+            return binary(op, opaque, struct.pack(">QQI", delta, initial, exptime), key)
+
+        with self.server.connect() as s:
+            s.sendall(arith(0x05, 1, b"bn", 5, 10, 0xffffffff) +  # no item made for all-ones expiration
+                      arith(0x05, 2, b"bn", 5, 10, 0) +           # made with the initial value
+                      arith(0x05, 3, b"bn", 5, 10, 0) +
+                      arith(0x06, 4, b"bn", 100, 0, 0) +          # decr stops at 0
+                      arith(0x05, 5, b"bn", 2 ** 64 - 1, 0, 0))   # 0 + (2^64 - 1)
+            rs = read_binary(s, 5)
+            self.assertEqual(rs[0][1], 0x01)
+            self.assertEqual([struct.unpack(">Q", r[6])[0] for r in rs[1:]], [10, 15, 0, 2 ** 64 - 1])
+            self.assertTrue(all(r[1] == 0 and r[3] != 0 for r in rs[1:]))
+            s.sendall(binary(0x01, 6, struct.pack(">II", 0, 0), b"bn-text", b"abc") + arith(0x05, 7, b"bn-text", 1, 0, 0))
+            (_, bad) = read_binary(s, 2)
+            self.assertEqual((bad[1], bad[6]), (0x06, b"Non-numeric server-side value for incr or decr"))
+            self.assertEqual(request(s, b"get bn\r\n", b"END\r\n"),
+                             b"VALUE bn 0 20\r\n%d\r\nEND\r\n" % (2 ** 64 - 1))
+
+    def test_bad_requests_are_answered_and_the_stream_stays_in_step(self):
+        import struct
+        with self.server.connect() as s:
+            # A get with extras, a set without them, a 300-byte key, an unknown opcode.
+            s.sendall(binary(0x00, 1, b"\0\0\0\0", b"k") + binary(0x01, 2, key=b"k", value=b"v") +
+                      binary(0x00, 3, key=b"k" * 300) + binary(0x42, 4) + binary(0x0b, 5))
+            rs = read_binary(s, 5)
+            self.assertEqual([(r[0], r[1], r[2]) for r in rs[:4]], [(0x00, 0x04, 1), (0x01, 0x04, 2), (0x00, 0x04, 3),
+                                                                    (0x42, 0x81, 4)])
+            self.assertEqual(rs[4][6], b"1.6.21-tiercache-0.1.0")
+            # A body larger than the connection reads whole: refused, and its bytes skipped.
+            big = b"x" * (5 << 20)
+            s.sendall(binary(0x01, 6, struct.pack(">II", 0, 0), b"huge", big) + binary(0x0a, 7))
+            (too_large, noop) = read_binary(s, 2, timeout=30)
+            self.assertEqual((too_large[1], too_large[6]), (0x03, b"Too large."))
+            self.assertEqual(noop[:3], (0x0a, 0, 7))
+            # A header and body sent byte by byte.
+            for b in binary(0x01, 8, struct.pack(">II", 0, 0), b"slow", b"value"):
+                s.sendall(bytes([b]))
+            self.assertEqual(read_binary(s)[0][1], 0)
+
+    def test_touch_gat_stat_flush_and_quit(self):
+        import struct
+        with Server(threads=1) as server, server.connect() as s:
+            s.sendall(binary(0x01, 1, struct.pack(">II", 9, 1), b"bt", b"val") +
+                      binary(0x1c, 2, struct.pack(">I", 100), b"bt") +   # touch: flags, no value
+                      binary(0x23, 3, struct.pack(">I", 100), b"bt") +   # gatk
+                      binary(0x1c, 4, struct.pack(">I", 100), b"bt-none"))
+            (_, touch, gatk, miss) = read_binary(s, 4)
+            self.assertEqual((touch[1], touch[4], touch[6]), (0, struct.pack(">I", 9), b""))
+            self.assertEqual((gatk[1], gatk[5], gatk[6]), (0, b"bt", b"val"))
+            self.assertEqual(miss[1], 0x01)
+            ttl = request(s, b"mg bt t\r\n").decode()
+            self.assertRegex(ttl, r"^HD t(99|100)\r\n$")  # the touch's TTL, not the set's 1 s
+            s.sendall(binary(0x10, 5, key=b"settings"))
+            stats = read_binary(s, stats=True)
+            names = {r[5]: r[6] for r in stats[:-1]}
+            self.assertEqual(names[b"binding_protocol"], b"auto-negotiate")
+            self.assertEqual(names[b"maxconns"], b"%d" % json.load(open(server.config_path))["server"]["max_conns"])
+            s.sendall(binary(0x10, 6, key=b"no-such-group"))
+            self.assertEqual(read_binary(s)[0][1], 0x01)
+            s.sendall(binary(0x18, 7) + binary(0x00, 8, key=b"bt"))  # flushq: silent
+            self.assertEqual(read_binary(s)[0][1:3], (0x01, 8))
+            s.sendall(binary(0x07, 9))
+            self.assertEqual(read_binary(s)[0][:3], (0x07, 0, 9))
+            s.settimeout(5)
+            self.assertEqual(s.recv(10), b"")  # closed after the quit's response
+
+    def test_pylibmc_binary(self):
+        try:
+            import pylibmc
+        except ImportError:
+            self.skipTest("python3-pylibmc not installed")
+        mc = pylibmc.Client(["127.0.0.1:%d" % self.server.port], binary=True, behaviors={"cas": True})
+        values = {"pb-%d" % i: os.urandom(i * 37) for i in range(1, 60)}
+        self.assertEqual(mc.set_multi(values), [])
+        self.assertEqual(mc.get_multi(list(values) + ["pb-none"]), values)
+        self.assertFalse(mc.add("pb-1", b"x"))
+        self.assertEqual(mc.incr("pb-n", 1) if mc.set("pb-n", "41") else None, 42)
+        v, cas = mc.gets("pb-2")
+        self.assertTrue(mc.cas("pb-2", b"new", cas))
+        self.assertFalse(mc.cas("pb-2", b"newer", cas))
+        self.assertTrue(mc.delete("pb-2"))
+        self.assertIsNone(mc.get("pb-2"))
+        mc.disconnect_all()
 
 
 MEMCACHED_TOOL = "/usr/share/memcached/scripts/memcached-tool"
@@ -224,9 +427,9 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, b"verbosity\r\n"), b"ERROR\r\n")
             self.assertEqual(request(s, b"verbosity 1 noreply\r\nmn\r\n"), b"MN\r\n")
 
-    def test_binary_requests_are_answered_not_supported_in_step(self):
+    def test_binary_requests_are_answered_not_supported_in_step_with_the_protocol_off(self):
         import struct
-        message = b"binary protocol not supported: use the ASCII or meta protocol"
+        message = b"binary protocol turned off here (-B ascii): use the ASCII or meta protocol"
 
         def binary(opcode, opaque, extras=b"", key=b"", value=b""):
             body = extras + key + value
@@ -235,8 +438,10 @@ class MemcachedSemantics(unittest.TestCase):
         def response(opcode, opaque):
             return struct.pack(">BBHBBHIIQ", 0x81, opcode, 0, 0, 0, 0x83, len(message), opaque, 0) + message
 
-        before = stat(self.server, "protocol_errors")
-        with self.server.connect() as s:
+        server = Server(threads=1, args=["-B", "ascii"])
+        self.addCleanup(server.__exit__)
+        before = stat(server, "protocol_errors")
+        with server.connect() as s:
             # A set whose value holds the ASCII line end, a quiet get, then ASCII on the same connection.
             value = b"v\r\nget bin-k\r\n" + bytes(range(256)) * 40
             s.sendall(binary(0x01, 0x11223344, struct.pack(">II", 7, 0), b"bin-k", value) + binary(0x09, 7, key=b"bin-k"))
@@ -249,7 +454,7 @@ class MemcachedSemantics(unittest.TestCase):
             self.assertEqual(request(s, head[10:] + b"mn\r\n", b"MN\r\n"), response(0x0b, 0xabcdef01) + b"MN\r\n")
             # Nothing was stored by the binary set.
             self.assertEqual(request(s, b"get bin-k\r\n", b"END\r\n"), b"END\r\n")
-        self.assertEqual(stat(self.server, "protocol_errors"), before + 3)
+        self.assertEqual(stat(server, "protocol_errors"), before + 3)
 
     def test_http_request_is_hung_up_on(self):
         # memcached's t/malicious-commands.t: no reply, the connection closes.

@@ -569,8 +569,8 @@ class Limits(unittest.TestCase):
 
     def test_memcached_command_line_flags(self):
         # A memcached command line works as it is: -m sizes tier 0 (DRAM),
-        # -P writes the pid file, -I, -c, -F, -R set the server's options, -U 0 and -B ascii are
-        # taken (neither UDP nor the binary protocol is served).
+        # -P writes the pid file, -I, -c, -F, -R set the server's options, -U 0 is taken (UDP
+        # is not served) and -B ascii turns the binary protocol off.
         pidfile = os.path.join(tempfile.mkdtemp(prefix="tiercache-pid-"), "server.pid")
         args = ["-m", "48", "-U", "0", "-I", "512k", "-F", "-R", "20", "-B", "ascii", "-c", "100", "-vv", "-P", pidfile,
                 "-o", "modern,maxconns_fast,hashpower=17", "-o", "idle_timeout=600,slab_automove=1"]
@@ -666,7 +666,7 @@ class Limits(unittest.TestCase):
                           (["-o"], b"-o needs options"),
                           (["-C"], b"memcached's -C is not taken: CAS tokens are always kept"),
                           (["-U", "11211"], b"-U 11211: UDP is not served"),
-                          (["-B", "binary"], b"-B binary: the binary protocol is not served"),
+                          (["-B", "text"], b"-B text: takes ascii, binary or auto"),
                           (["-I", "2z"], b"-I needs a size in bytes (or with a k or m suffix), got '2z'"),
                           (["-m", "lots"], b"-m needs a whole number, got 'lots'")):
             r = subprocess.run([SERVER, *args], capture_output=True, timeout=30)

@@ -1,0 +1,381 @@
+// Binary requests as meta commands (binary_commands.h).
+#include "binary_commands.h"
+
+#include <cstring>
+
+namespace tiercache::server {
+
+namespace {
+
+// memcached's binary opcodes (protocol_binary.h).
+enum Opcode : uint8_t {
+  kGet = 0x00,
+  kSet = 0x01,
+  kAdd = 0x02,
+  kReplace = 0x03,
+  kDelete = 0x04,
+  kIncrement = 0x05,
+  kDecrement = 0x06,
+  kQuit = 0x07,
+  kFlush = 0x08,
+  kGetQ = 0x09,
+  kNoop = 0x0a,
+  kVersion = 0x0b,
+  kGetK = 0x0c,
+  kGetKQ = 0x0d,
+  kAppend = 0x0e,
+  kPrepend = 0x0f,
+  kStat = 0x10,
+  kSetQ = 0x11,
+  kAddQ = 0x12,
+  kReplaceQ = 0x13,
+  kDeleteQ = 0x14,
+  kIncrementQ = 0x15,
+  kDecrementQ = 0x16,
+  kQuitQ = 0x17,
+  kFlushQ = 0x18,
+  kAppendQ = 0x19,
+  kPrependQ = 0x1a,
+  kVerbosity = 0x1b,
+  kTouch = 0x1c,
+  kGat = 0x1d,
+  kGatQ = 0x1e,
+  kGatK = 0x23,
+  kGatKQ = 0x24,
+};
+
+// The quiet opcode's loud twin; `quiet` says whether it was one.
+uint8_t loud(uint8_t op, bool& quiet) {
+  quiet = true;
+  switch (op) {
+    case kGetQ: return kGet;
+    case kGetKQ: return kGetK;
+    case kSetQ: return kSet;
+    case kAddQ: return kAdd;
+    case kReplaceQ: return kReplace;
+    case kDeleteQ: return kDelete;
+    case kIncrementQ: return kIncrement;
+    case kDecrementQ: return kDecrement;
+    case kQuitQ: return kQuit;
+    case kFlushQ: return kFlush;
+    case kAppendQ: return kAppend;
+    case kPrependQ: return kPrepend;
+    case kGatQ: return kGat;
+    case kGatKQ: return kGatK;
+    default: quiet = false; return op;
+  }
+}
+
+// Collects what the CommandHandler replies, to be read back as one meta reply.
+class Capture final : public ReplySink {
+ public:
+  void add(std::string_view bytes) override { text.append(bytes); }
+  void addValue(ReadHandle&& h) override { text.append(h.value()); }
+  std::string text;
+};
+
+// A meta reply: its code (HD, VA, EN, NF, NS, EX, or an error line's first
+// word), the c and f return flags and, after VA, the value.
+struct MetaReply {
+  std::string_view code;
+  uint64_t cas = 0;
+  uint32_t flags = 0;
+  std::string_view value;
+  std::string_view line;  // the whole first line, for an error's message
+};
+
+MetaReply readMetaReply(std::string_view text) {
+  MetaReply r;
+  const size_t end = text.find("\r\n");
+  r.line = text.substr(0, end);
+  std::string_view rest = r.line;
+  size_t n = 0;
+  for (; !rest.empty(); ++n) {
+    const size_t sp = rest.find(' ');
+    const std::string_view token = rest.substr(0, sp);
+    rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    if (n == 0) {
+      r.code = token;
+    } else if (n == 1 && r.code == "VA") {
+      uint64_t len = 0;
+      if (parseU64(token, len) && end != std::string_view::npos && end + 2 + len <= text.size())
+        r.value = text.substr(end + 2, len);
+    } else if (token.size() > 1 && token[0] == 'c') {
+      parseU64(token.substr(1), r.cas);
+    } else if (token.size() > 1 && token[0] == 'f') {
+      parseU32(token.substr(1), r.flags);
+    }
+  }
+  return r;
+}
+
+uint32_t be32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+uint64_t be64(std::string_view s, size_t at) { return uint64_t{be32(s, at)} << 32 | be32(s, at + 4); }
+std::string bigEndian(uint64_t v, size_t bytes) {
+  std::string s(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i) s[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+  return s;
+}
+
+void flag(MetaFlags& m, char letter) { m.seen |= uint64_t{1} << (letter - 'A'); }
+void returnFlag(MetaFlags& m, char letter) {
+  flag(m, letter);
+  m.order[m.orderCount++] = letter;
+}
+
+std::string_view message(BinaryStatus s) {
+  switch (s) {
+    case BinaryStatus::kNotFound: return "Not found";
+    case BinaryStatus::kExists: return "Data exists for key.";
+    case BinaryStatus::kTooLarge: return "Too large.";
+    case BinaryStatus::kInvalid: return "Invalid arguments";
+    case BinaryStatus::kNotStored: return "Not stored.";
+    case BinaryStatus::kNonNumeric: return "Non-numeric server-side value for incr or decr";
+    case BinaryStatus::kUnknownCommand: return "Unknown command";
+    case BinaryStatus::kNoMemory: return "Out of memory";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body, ReplySink& out, WorkerCounters& c) {
+  bool quiet = false;
+  const uint8_t op = loud(h.opcode, quiet);
+  std::string reply;
+  auto respond = [&](BinaryStatus status, uint64_t cas = 0, std::string_view extras = {}, std::string_view key = {},
+                     std::string_view value = {}) {
+    appendBinaryResponse(reply, h, static_cast<uint16_t>(status), cas, extras, key, value);
+  };
+  auto fail = [&](BinaryStatus status, std::string_view text = {}) {
+    if (status == BinaryStatus::kInvalid || status == BinaryStatus::kUnknownCommand) c.add(c.protocol_errors);
+    respond(status, 0, {}, {}, text.empty() ? message(status) : text);
+  };
+  // Each opcode's shape: extras bytes, and whether a key and a value come.
+  const size_t extrasBytes = h.extrasBytes, keyBytes = h.keyBytes;
+  const bool framed = extrasBytes + keyBytes <= body.size();
+  const std::string_view extras = framed ? body.substr(0, extrasBytes) : std::string_view();
+  const std::string_view key = framed ? body.substr(extrasBytes, keyBytes) : std::string_view();
+  const std::string_view value = framed ? body.substr(extrasBytes + keyBytes) : std::string_view();
+  auto shape = [&](std::initializer_list<size_t> extrasAllowed, bool wantKey, bool valueAllowed) {
+    bool ok = framed && (wantKey ? !key.empty() && key.size() <= kMaxKeyLength : key.empty()) &&
+              (valueAllowed || value.empty());
+    bool extrasOk = false;
+    for (size_t e : extrasAllowed) extrasOk = extrasOk || e == extras.size();
+    return ok && extrasOk;
+  };
+
+  Request r;
+  Capture capture;
+  switch (op) {
+    case kGet:
+    case kGetK:
+    case kTouch:
+    case kGat:
+    case kGatK: {
+      const bool touch = op == kTouch || op == kGat || op == kGatK;
+      if (!shape({touch ? size_t{4} : size_t{0}}, true, false)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kMetaGet;
+      r.keys.push_back(key);
+      if (op != kTouch) flag(r.meta, 'v');
+      returnFlag(r.meta, 'f');
+      returnFlag(r.meta, 'c');
+      if (touch) {
+        flag(r.meta, 'T');
+        r.meta.ttl = be32(extras, 0);
+      }
+      handler_.execute(r, capture, c);
+      const MetaReply m = readMetaReply(capture.text);
+      const bool withKey = op == kGetK || op == kGatK;
+      if (m.code == "VA" || m.code == "HD") {
+        respond(BinaryStatus::kOk, m.cas, bigEndian(m.flags, 4), withKey ? key : std::string_view(), m.value);
+      } else if (!quiet) {
+        // A miss names the key to the K commands (their clients match replies by it).
+        if (withKey)
+          respond(BinaryStatus::kNotFound, 0, {}, key);
+        else
+          fail(BinaryStatus::kNotFound);
+      }
+      break;
+    }
+    case kSet:
+    case kAdd:
+    case kReplace:
+    case kAppend:
+    case kPrepend: {
+      const bool append = op == kAppend || op == kPrepend;
+      if (!shape({append ? size_t{0} : size_t{8}}, true, true)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kMetaSet;
+      r.keys.push_back(key);
+      r.valueBytes = value.size();
+      flag(r.meta, 'M');
+      r.meta.mode = op == kSet ? 'S' : op == kAdd ? 'E' : op == kReplace ? 'R' : op == kAppend ? 'A' : 'P';
+      if (!append) {
+        flag(r.meta, 'F');
+        r.meta.clientFlags = be32(extras, 0);
+        flag(r.meta, 'T');
+        r.meta.ttl = be32(extras, 4);
+      }
+      if (h.cas != 0) {
+        flag(r.meta, 'C');
+        r.meta.compareCas = h.cas;
+      }
+      returnFlag(r.meta, 'c');
+      PendingValue pending;
+      if (handler_.beginStore(r, capture, c, pending)) {
+        if (!value.empty()) std::memcpy(pending.data(), value.data(), value.size());
+        handler_.finishStore(r, std::move(pending), capture, c);
+      }
+      const MetaReply m = readMetaReply(capture.text);
+      if (m.code == "HD") {
+        if (!quiet) respond(BinaryStatus::kOk, m.cas);
+      } else if (m.code == "EX") {
+        fail(BinaryStatus::kExists);
+      } else if (m.code == "NF") {
+        fail(BinaryStatus::kNotFound);
+      } else if (m.code == "NS") {
+        // add finds the key there; replace finds none; append/prepend find none.
+        fail(op == kAdd ? BinaryStatus::kExists : op == kReplace ? BinaryStatus::kNotFound : BinaryStatus::kNotStored);
+      } else if (m.line.find("too large") != std::string_view::npos) {
+        fail(BinaryStatus::kTooLarge);
+      } else {
+        fail(BinaryStatus::kNoMemory);
+      }
+      break;
+    }
+    case kDelete: {
+      if (!shape({0}, true, false)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kMetaDelete;
+      r.keys.push_back(key);
+      if (h.cas != 0) {
+        flag(r.meta, 'C');
+        r.meta.compareCas = h.cas;
+      }
+      handler_.execute(r, capture, c);
+      const MetaReply m = readMetaReply(capture.text);
+      if (m.code == "HD") {
+        if (!quiet) respond(BinaryStatus::kOk);
+      } else {
+        fail(m.code == "EX" ? BinaryStatus::kExists : BinaryStatus::kNotFound);
+      }
+      break;
+    }
+    case kIncrement:
+    case kDecrement: {
+      if (!shape({20}, true, false)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kMetaArithmetic;
+      r.keys.push_back(key);
+      flag(r.meta, 'M');
+      r.meta.mode = op == kIncrement ? 'I' : 'D';
+      flag(r.meta, 'D');
+      r.meta.delta = be64(extras, 0);
+      // An expiration of all ones: no item is made for a missing key.
+      const uint32_t exptime = be32(extras, 16);
+      if (exptime != 0xffffffffu) {
+        flag(r.meta, 'N');
+        r.meta.vivifyTtl = exptime;
+        flag(r.meta, 'J');
+        r.meta.initial = be64(extras, 8);
+      }
+      if (h.cas != 0) {
+        flag(r.meta, 'C');
+        r.meta.compareCas = h.cas;
+      }
+      flag(r.meta, 'v');
+      returnFlag(r.meta, 'c');
+      handler_.execute(r, capture, c);
+      const MetaReply m = readMetaReply(capture.text);
+      uint64_t number = 0;
+      if (m.code == "VA" && parseU64(m.value, number)) {
+        if (!quiet) respond(BinaryStatus::kOk, m.cas, {}, {}, bigEndian(number, 8));
+      } else if (m.code == "NF") {
+        fail(BinaryStatus::kNotFound);
+      } else if (m.code == "EX") {
+        fail(BinaryStatus::kExists);
+      } else if (m.code == "CLIENT_ERROR") {
+        fail(BinaryStatus::kNonNumeric);
+      } else {
+        fail(BinaryStatus::kNoMemory);
+      }
+      break;
+    }
+    case kFlush: {
+      if (!shape({0, 4}, false, false)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kFlushAll;
+      r.exptime = extras.empty() ? 0 : be32(extras, 0);
+      handler_.execute(r, capture, c);
+      if (capture.text.starts_with("OK")) {
+        if (!quiet) respond(BinaryStatus::kOk);
+      } else {
+        fail(BinaryStatus::kNotSupported, "flush_all not allowed");
+      }
+      break;
+    }
+    case kNoop: respond(BinaryStatus::kOk); break;
+    case kVersion: respond(BinaryStatus::kOk, 0, {}, {}, CommandHandler::kVersion); break;
+    case kVerbosity:
+      if (!shape({4}, false, false)) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      r.command = Command::kVerbosity;
+      r.verbosity = be32(extras, 0);
+      handler_.execute(r, capture, c);
+      respond(BinaryStatus::kOk);
+      break;
+    case kStat: {
+      if (!framed || !extras.empty() || !value.empty() || key.size() > kMaxKeyLength) {
+        fail(BinaryStatus::kInvalid);
+        break;
+      }
+      // The group is the key ("" for the general stats, "settings", "slabs", ...):
+      // one response per STAT line, with the name as key, then an empty one.
+      r.command = Command::kStats;
+      r.statsArgs = key;
+      handler_.execute(r, capture, c);
+      std::string_view text = capture.text;
+      if (!text.starts_with("STAT ") && !text.starts_with("END") && !text.starts_with("RESET")) {
+        fail(BinaryStatus::kNotFound);
+        break;
+      }
+      while (text.starts_with("STAT ")) {
+        const size_t end = text.find("\r\n");
+        std::string_view line = text.substr(5, end - 5);
+        const size_t sp = line.find(' ');
+        respond(BinaryStatus::kOk, 0, {}, line.substr(0, sp),
+                sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1));
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 2);
+      }
+      respond(BinaryStatus::kOk);
+      break;
+    }
+    case kQuit:
+      if (!quiet) respond(BinaryStatus::kOk);
+      out.add(reply);
+      return Next::kClose;
+    default: fail(BinaryStatus::kUnknownCommand); break;
+  }
+  if (!reply.empty()) out.add(reply);
+  return Next::kContinue;
+}
+
+}  // namespace tiercache::server
