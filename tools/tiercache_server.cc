@@ -3,7 +3,7 @@
 //   tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR]
 //                    [-t|--threads N] [-c|--max-conns N] [-m|--memory-limit MB]
 //                    [-I|--max-item-size SIZE] [-u|--user NAME] [-U|--udp-port 0]
-//                    [-P|--pidfile FILE] [-F] [-R N] [-B ascii|auto] [-o OPT,...] [-v] [-V] [--help]
+//                    [-P|--pidfile FILE] [-F] [-R N] [-B auto|binary|ascii] [-o OPT,...] [-v] [-V] [--help]
 //
 // Without --config it reads configs/server.json from the install (and, when
 // run from a build tree, from the source tree). Flags override the config's
@@ -44,7 +44,7 @@ constexpr const char* kUsage =
     "usage: tiercache-server [--config FILE] [-p|--port N] [-l|--listen ADDR] [-t|--threads N]\n"
     "                        [-c|--max-conns N] [-m|--memory-limit MB] [-I|--max-item-size SIZE]\n"
     "                        [-u|--user NAME] [-U|--udp-port 0] [-P|--pidfile FILE] [-F] [-R N]\n"
-    "                        [-B ascii|auto] [-o OPT,...] [-v] [-V|--version] [--help]\n"
+    "                        [-B auto|binary|ascii] [-o OPT,...] [-v] [-V|--version] [--help]\n"
     "Serves the memcached text protocol from a tiercache Cache (see docs/server.md).\n"
     "  --config FILE          cache tiers plus a \"server\" object (default: the installed configs/server.json)\n"
     "  -p, --port N           TCP port (server.port; 0 = any free port, printed at start)\n"
