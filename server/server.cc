@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -240,8 +240,8 @@ struct Connection final : ReplySink {
   const char* why = "done";
   FlashRead* flash = nullptr;  // with a flash store: the connection's lookups
   // For `stats conns` on other threads: when a request last came (the
-  // wall second, time() from the vDSO) and what the connection is doing, as of its
-  // last settle().
+  // wall second, time() from the vDSO) and what the connection is doing,
+  // as of its last settle().
   std::atomic<int64_t> lastCommand{0};
   std::atomic<const char*> shownState{"conn_new_cmd"};
 
