@@ -46,6 +46,9 @@
 # PMEM tier's size, all as DRAM, so both servers hold the whole 4x set, hit
 # alike and the client does the same work per request with either - the
 # control for what tiercache's tiering costs the server),
+# PROTOCOL (memtier only: memcache_text, the default, or memcache_binary -
+# memcached's binary protocol, which tiercache-server carries out as meta
+# commands),
 # PROMOTION (0: the library's default, off; 1: promote items hit twice in the
 # PMEM tier - it buys nothing here, where the emulated tier costs what DRAM
 # costs, and under uniform keys every promotion is paid for with a demotion).
@@ -71,6 +74,8 @@ baseline="${BASELINE:-}"
 datasets="${DATASETS:-fits 4x}"
 tiered="${TIERED:-1}"
 mc_memory="${MEMCACHED_MEMORY:-dram}"
+protocol="${PROTOCOL:-memcache_text}"
+[[ "$protocol" == memcache_text || "$protocol" == memcache_binary ]] || { echo "server-cpu-vs-memcached: PROTOCOL must be memcache_text or memcache_binary, not '$protocol'" >&2; exit 2; }
 [[ "$mc_memory" == dram || "$mc_memory" == total ]] || { echo "server-cpu-vs-memcached: MEMCACHED_MEMORY must be dram or total, not '$mc_memory'" >&2; exit 2; }
 [[ "$tiered" =~ ^[01]$ ]] || { echo "server-cpu-vs-memcached: TIERED must be 0 or 1, not '$tiered'" >&2; exit 2; }
 big_pmem=$((tiered == 1 ? dram_mb * 4 : 0))
@@ -174,7 +179,7 @@ sys.exit(rc)' "$work/client_cpu" "$@"
 
 # memtier_run KEYS SECONDS [fill] -> memtier's "Totals" line (ops/s first)
 memtier_run() {
-  local args=(-P memcache_text -s 127.0.0.1 -p "$port" -t 1 -c "$conns" -d "$vsize" --key-maximum "$1"
+  local args=(-P "$protocol" -s 127.0.0.1 -p "$port" -t 1 -c "$conns" -d "$vsize" --key-maximum "$1"
               --key-minimum 1 --hide-histogram)
   if [[ "${3:-}" == fill ]]; then
     "$memtier" "${args[@]}" --ratio 1:0 --key-pattern P:P -n allkeys 2>/dev/null | grep -E '^Totals' | tail -1
