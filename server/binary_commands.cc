@@ -170,6 +170,7 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
   };
 
   Request r;
+  r.binary = true;
   Capture capture;
   switch (op) {
     case kGet:

@@ -160,15 +160,15 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       reply(out, r, "OK");
       return Next::kContinue;
     case Command::kMetaGet:
-      if (!(flash && flash->ready(0))) c.add(c.cmd_meta);  // counted once, not again on resuming
+      if (!(flash && flash->ready(0)) && !r.binary) c.add(c.cmd_meta);  // counted once, not again on resuming
       metaGet(r, out, c, flash);
       return Next::kContinue;
     case Command::kMetaDelete:
-      c.add(c.cmd_meta);
+      if (!r.binary) c.add(c.cmd_meta);
       metaDelete(r, out, c);
       return Next::kContinue;
     case Command::kMetaArithmetic:
-      c.add(c.cmd_meta);
+      if (!r.binary) c.add(c.cmd_meta);
       metaArithmetic(r, out, c);
       return Next::kContinue;
     case Command::kMetaNoop:

@@ -109,6 +109,9 @@ struct Request {
   std::string_view subcommand;
   std::string_view subArgument;
   MetaFlags meta;
+  // A binary-protocol request carried out as this meta command
+  // (binary_commands.h): counted as what it is, not in cmd_meta.
+  bool binary = false;
 };
 
 struct ParseResult {

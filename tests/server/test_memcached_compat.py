@@ -187,6 +187,24 @@ class BinaryProtocol(unittest.TestCase):
             self.assertEqual(request(s, b"get bq\r\n", b"END\r\n"),
                              b"VALUE bq %d %d\r\n%s\r\nEND\r\n" % (0xdeadbeef, len(value), value))
 
+    def test_counted_as_the_commands_they_are(self):
+        # Carried out as meta commands, but counted as gets, sets, deletes
+        # and incrs (they once also counted in cmd_meta).
+        import struct
+        with Server(threads=1) as server, server.connect() as s:
+            def general():
+                lines = request(s, b"stats\r\n", b"END\r\n").decode().split("\r\n")
+                return {l.split(" ")[1]: l.split(" ")[2] for l in lines if l.startswith("STAT ")}
+            before = general()
+            s.sendall(binary(0x01, 1, struct.pack(">II", 0, 0), b"bc", b"1") + binary(0x00, 2, key=b"bc") +
+                      binary(0x00, 3, key=b"bc-none") + binary(0x05, 4, struct.pack(">QQI", 1, 0, 0), b"bc") +
+                      binary(0x04, 5, key=b"bc"))
+            self.assertEqual([r[1] for r in read_binary(s, 5)], [0, 0, 0x01, 0, 0])
+            after = general()
+            for name, more in (("cmd_meta", 0), ("cmd_get", 2), ("get_hits", 1), ("get_misses", 1), ("cmd_set", 1),
+                               ("incr_hits", 1), ("delete_hits", 1)):
+                self.assertEqual(int(after[name]) - int(before[name]), more, name)
+
     def test_misses_cas_and_store_modes(self):
         import struct
         extras = struct.pack(">II", 3, 0)
