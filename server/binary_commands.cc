@@ -66,14 +66,6 @@ uint8_t loud(uint8_t op, bool& quiet) {
   }
 }
 
-// Collects what the CommandHandler replies, to be read back as one meta reply.
-class Capture final : public ReplySink {
- public:
-  void add(std::string_view bytes) override { text.append(bytes); }
-  void addValue(ReadHandle&& h) override { text.append(h.value()); }
-  std::string text;
-};
-
 // A meta reply: its code (HD, VA, EN, NF, NS, EX, or an error line's first
 // word), the c and f return flags and, after VA, the value.
 struct MetaReply {
@@ -146,7 +138,10 @@ std::string_view message(BinaryStatus s) {
 Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body, ReplySink& out, WorkerCounters& c) {
   bool quiet = false;
   const uint8_t op = loud(h.opcode, quiet);
-  std::string reply;
+  std::string& reply = reply_;
+  reply.clear();
+  Capture& capture = capture_;
+  capture.clear();
   auto respond = [&](BinaryStatus status, uint64_t cas = 0, std::string_view extras = {}, std::string_view key = {},
                      std::string_view value = {}) {
     appendBinaryResponse(reply, h, static_cast<uint16_t>(status), cas, extras, key, value);
@@ -171,7 +166,6 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
 
   Request r;
   r.binary = true;
-  Capture capture;
   switch (op) {
     case kGet:
     case kGetK:
@@ -196,7 +190,13 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
       const MetaReply m = readMetaReply(capture.text);
       const bool withKey = op == kGetK || op == kGatK;
       if (m.code == "VA" || m.code == "HD") {
-        respond(BinaryStatus::kOk, m.cas, bigEndian(m.flags, 4), withKey ? key : std::string_view(), m.value);
+        // The value (VA) goes out from the pinned item.
+        const uint64_t valueBytes = capture.value ? capture.value.value().size() : 0;
+        appendBinaryResponseHead(reply, h, static_cast<uint16_t>(BinaryStatus::kOk), m.cas, bigEndian(m.flags, 4),
+                                 withKey ? key : std::string_view(), valueBytes);
+        out.add(reply);
+        reply.clear();
+        if (capture.value) out.addValue(std::move(capture.value));
       } else if (!quiet) {
         // A miss names the key to the K commands (their clients match replies by it).
         if (withKey)
@@ -376,6 +376,7 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     default: fail(BinaryStatus::kUnknownCommand); break;
   }
   if (!reply.empty()) out.add(reply);
+  capture.clear();  // no pin outlives the request
   return Next::kContinue;
 }
 

@@ -12,6 +12,8 @@
 // built without SASL does. A quiet request sends nothing on success (a
 // quiet get nothing on a miss); errors are always sent.
 //
+// A hit's value is queued by reference, as the text path's (no copy); the
+// buffers are the object's, kept between requests (one per worker).
 // Unlike the text path, a get whose item is on flash waits for the read on
 // the worker (binary clients are legacy ones; the meta protocol is the
 // fast path there).
@@ -49,7 +51,23 @@ class BinaryCommands {
   Next execute(const BinaryRequestHeader& h, std::string_view body, ReplySink& out, WorkerCounters& c);
 
  private:
+  // What the CommandHandler replies to the meta command: its text, and an
+  // mg's value still pinned.
+  class Capture final : public ReplySink {
+   public:
+    void add(std::string_view bytes) override { text.append(bytes); }
+    void addValue(ReadHandle&& h) override { value = std::move(h); }
+    void clear() {
+      text.clear();
+      value = ReadHandle();
+    }
+    std::string text;
+    ReadHandle value;
+  };
+
   CommandHandler& handler_;
+  Capture capture_;
+  std::string reply_;
 };
 
 }  // namespace tiercache::server

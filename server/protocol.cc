@@ -207,6 +207,12 @@ BinaryRequestHeader parseBinaryHeader(std::string_view header) {
 
 void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
                           std::string_view extras, std::string_view key, std::string_view value) {
+  appendBinaryResponseHead(out, request, status, cas, extras, key, value.size());
+  out.append(value);
+}
+
+void appendBinaryResponseHead(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
+                              std::string_view extras, std::string_view key, uint64_t valueBytes) {
   const size_t at = out.size();
   out.resize(at + kBinaryHeaderBytes);
   auto put = [&](size_t i, uint64_t v, size_t bytes) {
@@ -218,10 +224,10 @@ void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, 
   put(4, extras.size(), 1);
   put(5, 0, 1);  // data type: raw bytes
   put(6, status, 2);
-  put(8, extras.size() + key.size() + value.size(), 4);
+  put(8, extras.size() + key.size() + valueBytes, 4);
   put(12, request.opaque, 4);
   put(16, cas, 8);
-  out.append(extras).append(key).append(value);
+  out.append(extras).append(key);
 }
 
 void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out) {

@@ -152,6 +152,9 @@ BinaryRequestHeader parseBinaryHeader(std::string_view header);
 // opaque, `status`, `cas`), then extras, key and value.
 void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
                           std::string_view extras, std::string_view key, std::string_view value);
+// The same without the value, whose `valueBytes` the caller sends after it.
+void appendBinaryResponseHead(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
+                              std::string_view extras, std::string_view key, uint64_t valueBytes);
 // The response of a server that does not take the binary protocol (-B ascii).
 void appendBinaryNotSupported(const BinaryRequestHeader& h, std::string& out);
 
