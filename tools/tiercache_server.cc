@@ -12,7 +12,7 @@
 // -R -B -o -v -V) mean what they mean to memcached, so a usual memcached
 // command line works as it is (-I up to what the config's allocation
 // classes hold; -o takes the extended options with a counterpart here,
-// extendedOptionError()); memcached flags and options with no counterpart
+// applyExtended()); memcached flags and options with no counterpart
 // (-d, -s, -o no_lru_crawler, ...) are refused with a reason, never ignored.
 // SIGTERM/SIGINT stop it cleanly: no new connections, queued replies
 // written, cache closed (a persistent tier then restarts warm). Exit
