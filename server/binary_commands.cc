@@ -2,6 +2,7 @@
 #include "binary_commands.h"
 
 #include <cstring>
+#include <optional>
 
 namespace tiercache::server {
 
@@ -101,16 +102,54 @@ MetaReply readMetaReply(std::string_view text) {
   return r;
 }
 
-uint32_t be32(std::string_view s, size_t at) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(s[at + i]);
-  return v;
-}
-uint64_t be64(std::string_view s, size_t at) { return uint64_t{be32(s, at)} << 32 | be32(s, at + 4); }
 std::string bigEndian(uint64_t v, size_t bytes) {
-  std::string s(bytes, '\0');
-  for (size_t i = 0; i < bytes; ++i) s[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+  std::string s;
+  appendBigEndian(s, v, bytes);
   return s;
+}
+
+// What a well-formed request of a (loud) opcode carries: its extras' length
+// (kZeroOrFour: flush's optional delay), whether a key of 1 to 250 bytes
+// must, may or must not come, and whether a value may.
+struct Shape {
+  static constexpr int kZeroOrFour = -1;
+  enum class Key : uint8_t { kNone, kRequired, kOptional };
+  int extras;
+  Key key;
+  bool value;
+};
+std::optional<Shape> shapeOf(uint8_t op) {
+  using K = Shape::Key;
+  switch (op) {
+    case kGet:
+    case kGetK:
+    case kDelete: return Shape{0, K::kRequired, false};
+    case kTouch:
+    case kGat:
+    case kGatK: return Shape{4, K::kRequired, false};
+    case kSet:
+    case kAdd:
+    case kReplace: return Shape{8, K::kRequired, true};
+    case kAppend:
+    case kPrepend: return Shape{0, K::kRequired, true};
+    case kIncrement:
+    case kDecrement: return Shape{20, K::kRequired, false};
+    case kFlush: return Shape{Shape::kZeroOrFour, K::kNone, false};
+    case kVerbosity: return Shape{4, K::kNone, false};
+    case kStat: return Shape{0, K::kOptional, false};
+    case kNoop:
+    case kVersion:
+    case kQuit: return Shape{0, K::kNone, false};
+    default: return std::nullopt;  // not served: "Unknown command"
+  }
+}
+bool fits(const Shape& shape, std::string_view extras, std::string_view key, std::string_view value) {
+  const bool extrasOk = shape.extras == Shape::kZeroOrFour ? extras.empty() || extras.size() == 4
+                                                           : extras.size() == static_cast<size_t>(shape.extras);
+  const bool keyOk = key.size() <= kMaxKeyLength && (shape.key == Shape::Key::kRequired ? !key.empty()
+                                                     : shape.key == Shape::Key::kNone   ? key.empty()
+                                                                                        : true);
+  return extrasOk && keyOk && (shape.value || value.empty());
 }
 
 void flag(MetaFlags& m, char letter) { m.seen |= uint64_t{1} << (letter - 'A'); }
@@ -150,22 +189,28 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     if (status == BinaryStatus::kInvalid || status == BinaryStatus::kUnknownCommand) c.add(c.protocol_errors);
     respond(status, 0, {}, {}, text.empty() ? message(status) : text);
   };
-  // Each opcode's shape: extras bytes, and whether a key and a value come.
   const size_t extrasBytes = h.extrasBytes, keyBytes = h.keyBytes;
   const bool framed = extrasBytes + keyBytes <= body.size();
   const std::string_view extras = framed ? body.substr(0, extrasBytes) : std::string_view();
   const std::string_view key = framed ? body.substr(extrasBytes, keyBytes) : std::string_view();
   const std::string_view value = framed ? body.substr(extrasBytes + keyBytes) : std::string_view();
-  auto shape = [&](std::initializer_list<size_t> extrasAllowed, bool wantKey, bool valueAllowed) {
-    bool ok = framed && (wantKey ? !key.empty() && key.size() <= kMaxKeyLength : key.empty()) &&
-              (valueAllowed || value.empty());
-    bool extrasOk = false;
-    for (size_t e : extrasAllowed) extrasOk = extrasOk || e == extras.size();
-    return ok && extrasOk;
-  };
+  if (const std::optional<Shape> shape = shapeOf(op); shape && !(framed && fits(*shape, extras, key, value))) {
+    fail(BinaryStatus::kInvalid);
+    out.add(reply);
+    return Next::kContinue;
+  }
 
   Request r;
-  r.binary = true;
+  // The meta command on this request's key, with its CAS token if it has one.
+  auto keyed = [&](Command command) {
+    r.command = command;
+    r.keys.push_back(key);
+  };
+  auto compareCas = [&] {
+    if (h.cas == 0) return;
+    flag(r.meta, 'C');
+    r.meta.compareCas = h.cas;
+  };
   switch (op) {
     case kGet:
     case kGetK:
@@ -173,18 +218,13 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     case kGat:
     case kGatK: {
       const bool touch = op == kTouch || op == kGat || op == kGatK;
-      if (!shape({touch ? size_t{4} : size_t{0}}, true, false)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
-      r.command = Command::kMetaGet;
-      r.keys.push_back(key);
+      keyed(Command::kMetaGet);
       if (op != kTouch) flag(r.meta, 'v');
       returnFlag(r.meta, 'f');
       returnFlag(r.meta, 'c');
       if (touch) {
         flag(r.meta, 'T');
-        r.meta.ttl = be32(extras, 0);
+        r.meta.ttl = readBigEndian(extras, 0, 4);
       }
       handler_.execute(r, capture, c);
       const MetaReply m = readMetaReply(capture.text);
@@ -212,25 +252,17 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     case kAppend:
     case kPrepend: {
       const bool append = op == kAppend || op == kPrepend;
-      if (!shape({append ? size_t{0} : size_t{8}}, true, true)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
-      r.command = Command::kMetaSet;
-      r.keys.push_back(key);
+      keyed(Command::kMetaSet);
       r.valueBytes = value.size();
       flag(r.meta, 'M');
       r.meta.mode = op == kSet ? 'S' : op == kAdd ? 'E' : op == kReplace ? 'R' : op == kAppend ? 'A' : 'P';
       if (!append) {
         flag(r.meta, 'F');
-        r.meta.clientFlags = be32(extras, 0);
+        r.meta.clientFlags = readBigEndian(extras, 0, 4);
         flag(r.meta, 'T');
-        r.meta.ttl = be32(extras, 4);
+        r.meta.ttl = readBigEndian(extras, 4, 4);
       }
-      if (h.cas != 0) {
-        flag(r.meta, 'C');
-        r.meta.compareCas = h.cas;
-      }
+      compareCas();
       returnFlag(r.meta, 'c');
       PendingValue pending;
       if (handler_.beginStore(r, capture, c, pending)) {
@@ -255,16 +287,8 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
       break;
     }
     case kDelete: {
-      if (!shape({0}, true, false)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
-      r.command = Command::kMetaDelete;
-      r.keys.push_back(key);
-      if (h.cas != 0) {
-        flag(r.meta, 'C');
-        r.meta.compareCas = h.cas;
-      }
+      keyed(Command::kMetaDelete);
+      compareCas();
       handler_.execute(r, capture, c);
       const MetaReply m = readMetaReply(capture.text);
       if (m.code == "HD") {
@@ -276,28 +300,20 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     }
     case kIncrement:
     case kDecrement: {
-      if (!shape({20}, true, false)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
-      r.command = Command::kMetaArithmetic;
-      r.keys.push_back(key);
+      keyed(Command::kMetaArithmetic);
       flag(r.meta, 'M');
       r.meta.mode = op == kIncrement ? 'I' : 'D';
       flag(r.meta, 'D');
-      r.meta.delta = be64(extras, 0);
+      r.meta.delta = readBigEndian(extras, 0, 8);
       // An expiration of all ones: no item is made for a missing key.
-      const uint32_t exptime = be32(extras, 16);
+      const uint32_t exptime = readBigEndian(extras, 16, 4);
       if (exptime != 0xffffffffu) {
         flag(r.meta, 'N');
         r.meta.vivifyTtl = exptime;
         flag(r.meta, 'J');
-        r.meta.initial = be64(extras, 8);
+        r.meta.initial = readBigEndian(extras, 8, 8);
       }
-      if (h.cas != 0) {
-        flag(r.meta, 'C');
-        r.meta.compareCas = h.cas;
-      }
+      compareCas();
       flag(r.meta, 'v');
       returnFlag(r.meta, 'c');
       handler_.execute(r, capture, c);
@@ -317,12 +333,8 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
       break;
     }
     case kFlush: {
-      if (!shape({0, 4}, false, false)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
       r.command = Command::kFlushAll;
-      r.exptime = extras.empty() ? 0 : be32(extras, 0);
+      r.exptime = extras.empty() ? 0 : readBigEndian(extras, 0, 4);
       handler_.execute(r, capture, c);
       if (capture.text.starts_with("OK")) {
         if (!quiet) respond(BinaryStatus::kOk);
@@ -334,20 +346,12 @@ Next BinaryCommands::execute(const BinaryRequestHeader& h, std::string_view body
     case kNoop: respond(BinaryStatus::kOk); break;
     case kVersion: respond(BinaryStatus::kOk, 0, {}, {}, CommandHandler::kVersion); break;
     case kVerbosity:
-      if (!shape({4}, false, false)) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
       r.command = Command::kVerbosity;
-      r.verbosity = be32(extras, 0);
+      r.verbosity = readBigEndian(extras, 0, 4);
       handler_.execute(r, capture, c);
       respond(BinaryStatus::kOk);
       break;
     case kStat: {
-      if (!framed || !extras.empty() || !value.empty() || key.size() > kMaxKeyLength) {
-        fail(BinaryStatus::kInvalid);
-        break;
-      }
       // The group is the key ("" for the general stats, "settings", "slabs", ...):
       // one response per STAT line, with the name as key, then an empty one.
       r.command = Command::kStats;

@@ -159,25 +159,13 @@ Next CommandHandler::execute(const Request& r, ReplySink& out, WorkerCounters& c
       // its own config (cache.movers), which this does not change.
       reply(out, r, "OK");
       return Next::kContinue;
-    case Command::kMetaGet:
-      if (!(flash && flash->ready(0)) && !r.binary) c.add(c.cmd_meta);  // counted once, not again on resuming
-      metaGet(r, out, c, flash);
-      return Next::kContinue;
-    case Command::kMetaDelete:
-      if (!r.binary) c.add(c.cmd_meta);
-      metaDelete(r, out, c);
-      return Next::kContinue;
-    case Command::kMetaArithmetic:
-      if (!r.binary) c.add(c.cmd_meta);
-      metaArithmetic(r, out, c);
-      return Next::kContinue;
+    case Command::kMetaGet: metaGet(r, out, c, flash); return Next::kContinue;
+    case Command::kMetaDelete: metaDelete(r, out, c); return Next::kContinue;
+    case Command::kMetaArithmetic: metaArithmetic(r, out, c); return Next::kContinue;
     case Command::kMetaNoop:
       out.add("MN\r\n");
       return Next::kContinue;
-    case Command::kMetaDebug:
-      c.add(c.cmd_meta);
-      metaDebug(r, out);
-      return Next::kContinue;
+    case Command::kMetaDebug: metaDebug(r, out); return Next::kContinue;
     case Command::kLruCrawler:
       // The dumps stream through dumpFrom. The rest steer memcached's
       // crawler thread; tiercache's reaper reclaims expired items on its

@@ -191,17 +191,25 @@ bool parseCrawlerClasses(std::string_view arg, std::vector<uint32_t>* classes) {
   return true;
 }
 
+uint64_t readBigEndian(std::string_view s, size_t at, size_t bytes) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < bytes; ++i) v = v << 8 | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+
+void appendBigEndian(std::string& out, uint64_t v, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) out += static_cast<char>(v >> (8 * (bytes - 1 - i)));
+}
+
 BinaryRequestHeader parseBinaryHeader(std::string_view header) {
   BinaryRequestHeader h;
   if (header.size() < kBinaryHeaderBytes) return h;  // not a whole header: nothing to read
-  auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(header[i])); };
-  auto be32 = [&](size_t i) { return byte(i) << 24 | byte(i + 1) << 16 | byte(i + 2) << 8 | byte(i + 3); };
-  h.opcode = static_cast<uint8_t>(byte(1));
-  h.keyBytes = static_cast<uint16_t>(byte(2) << 8 | byte(3));
-  h.extrasBytes = static_cast<uint8_t>(byte(4));
-  h.bodyBytes = be32(8);
-  h.opaque = be32(12);
-  h.cas = uint64_t{be32(16)} << 32 | be32(20);
+  h.opcode = static_cast<uint8_t>(readBigEndian(header, 1, 1));
+  h.keyBytes = static_cast<uint16_t>(readBigEndian(header, 2, 2));
+  h.extrasBytes = static_cast<uint8_t>(readBigEndian(header, 4, 1));
+  h.bodyBytes = static_cast<uint32_t>(readBigEndian(header, 8, 4));
+  h.opaque = static_cast<uint32_t>(readBigEndian(header, 12, 4));
+  h.cas = readBigEndian(header, 16, 8);
   return h;
 }
 
@@ -213,20 +221,15 @@ void appendBinaryResponse(std::string& out, const BinaryRequestHeader& request, 
 
 void appendBinaryResponseHead(std::string& out, const BinaryRequestHeader& request, uint16_t status, uint64_t cas,
                               std::string_view extras, std::string_view key, uint64_t valueBytes) {
-  const size_t at = out.size();
-  out.resize(at + kBinaryHeaderBytes);
-  auto put = [&](size_t i, uint64_t v, size_t bytes) {
-    for (size_t b = 0; b < bytes; ++b) out[at + i + b] = static_cast<char>(v >> (8 * (bytes - 1 - b)));
-  };
-  put(0, kBinaryResponseMagic, 1);
-  put(1, request.opcode, 1);
-  put(2, key.size(), 2);
-  put(4, extras.size(), 1);
-  put(5, 0, 1);  // data type: raw bytes
-  put(6, status, 2);
-  put(8, extras.size() + key.size() + valueBytes, 4);
-  put(12, request.opaque, 4);
-  put(16, cas, 8);
+  appendBigEndian(out, kBinaryResponseMagic, 1);
+  appendBigEndian(out, request.opcode, 1);
+  appendBigEndian(out, key.size(), 2);
+  appendBigEndian(out, extras.size(), 1);
+  appendBigEndian(out, 0, 1);  // data type: raw bytes
+  appendBigEndian(out, status, 2);
+  appendBigEndian(out, extras.size() + key.size() + valueBytes, 4);
+  appendBigEndian(out, request.opaque, 4);
+  appendBigEndian(out, cas, 8);
   out.append(extras).append(key);
 }
 

@@ -63,6 +63,11 @@ enum class Command : uint8_t {
 };
 // clang-format on
 
+// The meta commands (counted as such in cmd_meta).
+constexpr bool isMeta(Command c) {
+  return (c >= Command::kMetaGet && c <= Command::kMetaNoop) || c == Command::kMetaDebug;
+}
+
 // Storage commands carry a value after the line.
 constexpr bool isStorage(Command c) {
   return (c >= Command::kSet && c <= Command::kCas) || c == Command::kMetaSet;
@@ -109,9 +114,6 @@ struct Request {
   std::string_view subcommand;
   std::string_view subArgument;
   MetaFlags meta;
-  // A binary-protocol request carried out as this meta command
-  // (binary_commands.h): counted as what it is, not in cmd_meta.
-  bool binary = false;
 };
 
 struct ParseResult {
@@ -146,6 +148,10 @@ struct BinaryRequestHeader {
   uint32_t opaque = 0;     // echoed in the response
   uint64_t cas = 0;
 };
+// The binary protocol's numbers: `bytes` (at most 8) big-endian bytes at `at`
+// of `s` (which holds them), and appended to `out`.
+uint64_t readBigEndian(std::string_view s, size_t at, size_t bytes);
+void appendBigEndian(std::string& out, uint64_t v, size_t bytes);
 // The fields of a whole header (a shorter `header` gives zeroes).
 BinaryRequestHeader parseBinaryHeader(std::string_view header);
 // Appends one response: the 24-byte header (the request's opcode and

@@ -741,6 +741,9 @@ bool Worker::lineRequest(Connection* c, std::string_view line) {
     return true;
   }
   const Command cmd = c->req.command;
+  // Counted where the text arrives, once (not again when an mg resumes
+  // after flash; binary requests, carried out as meta commands, are not).
+  if (isMeta(cmd)) counters.add(counters.cmd_meta);
   if (isStorage(cmd)) {
     c->value = PendingValue();
     if (!handler_.beginStore(c->req, *c, counters, c->value)) {
