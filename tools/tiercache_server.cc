@@ -52,7 +52,7 @@ constexpr const char* kUsage =
     "  -t, --threads N        worker threads (server.threads)\n"
     "  -c, --max-conns N      open connections at most (server.max_conns)\n"
     "  -m, --memory-limit MB  size of tier 0 (DRAM) in MiB, as memcached's -m (tiers[0].size)\n"
-    "  -I, --max-item-size S  largest value, bytes or with k/m suffix as memcached's -I (server.max_item_size)\n"
+    "  -I, --max-item-size S  largest value, bytes or with a k/m/g/t suffix as memcached's -I (server.max_item_size)\n"
     "  -u, --user NAME        started as root: run as NAME once the cache and the socket are set up\n"
     "  -U, --udp-port 0       UDP is not served; 0 (memcached's default) is accepted\n"
     "  -P, --pidfile FILE     write the process id there once listening (removed on a clean stop)\n"
@@ -88,43 +88,8 @@ bool flagNumber(const std::string& flag, const char* text, uint32_t& out) {
   return true;
 }
 
-// memcached's -I: bytes, or a number with a k or m suffix (KiB, MiB).
-bool flagSize(const std::string& flag, const char* text, uint64_t& out) {
-  std::string t = text ? text : "";
-  uint64_t unit = 1;
-  if (!t.empty() && (t.back() == 'k' || t.back() == 'K'))
-    unit = 1024, t.pop_back();
-  else if (!t.empty() && (t.back() == 'm' || t.back() == 'M'))
-    unit = 1024 * 1024, t.pop_back();
-  uint64_t v;
-  if (!tiercache::server::parseU64(t, v) || v > (uint64_t{1} << 40) / unit) {
-    return usageError(flag + " needs a size in bytes (or with a k or m suffix), got '" + (text ? text : "") + "'");
-  }
-  out = v * unit;
-  return true;
-}
-
-// memcached flags with no counterpart here: refused with what to do instead.
-const char* unsupportedMemcachedFlag(const std::string& a) {
-  if (a == "-d" || a == "--daemon")
-    return "it runs in the foreground only (start it under systemd, or start-stop-daemon --background)";
-  if (a == "-s" || a == "--unix-socket" || a == "-a" || a == "--unix-mask") return "it serves TCP only, no unix socket";
-  if (a == "-f" || a == "--slab-growth-factor" || a == "-n" || a == "--slab-min-size")
-    return "allocation classes come from the config (allocation.growth_factor, allocation.min_size)";
-  if (a == "-k" || a == "--lock-memory" || a == "-L" || a == "--enable-largepages")
-    return "memory comes from the tiers of the config";
-  if (a == "-S" || a == "--enable-sasl" || a == "-Y" || a == "--auth-file")
-    return "it has no authentication (SASL, auth files)";
-  if (a == "-A" || a == "--enable-shutdown") return "it takes no shutdown command (stop it with SIGTERM)";
-  if (a == "-M" || a == "--disable-evictions") return "it always evicts when full";
-  if (a == "-C" || a == "--disable-cas") return "CAS tokens are always kept (there is no per-item memory to save)";
-  if (a == "-r" || a == "--enable-coredumps" || a == "-b" || a == "--listen-backlog" || a == "-e" ||
-      a == "--memory-file")
-    return "it has no counterpart for this flag";
-  return nullptr;
-}
-
-// memcached's size suffixes for ext_path: k, m, g, t (powers of 1024).
+// memcached's sizes (-I, -o ext_path): bytes, or with a k, m, g or t
+// suffix (powers of 1024), at most 2^50 bytes.
 bool parseSuffixedSize(std::string t, uint64_t& out) {
   uint64_t unit = 1;
   if (!t.empty()) {
@@ -145,6 +110,32 @@ bool parseSuffixedSize(std::string t, uint64_t& out) {
   if (!tiercache::server::parseU64(t, v) || v > (uint64_t{1} << 50) / unit) return false;
   out = v * unit;
   return true;
+}
+
+// memcached's -I: a size as above, or a usage error naming the flag.
+bool flagSize(const std::string& flag, const char* text, uint64_t& out) {
+  if (text != nullptr && parseSuffixedSize(text, out)) return true;
+  return usageError(flag + " needs a size in bytes (or with a k, m, g or t suffix), got '" + (text ? text : "") + "'");
+}
+
+// memcached flags with no counterpart here: refused with what to do instead.
+const char* unsupportedMemcachedFlag(const std::string& a) {
+  if (a == "-d" || a == "--daemon")
+    return "it runs in the foreground only (start it under systemd, or start-stop-daemon --background)";
+  if (a == "-s" || a == "--unix-socket" || a == "-a" || a == "--unix-mask") return "it serves TCP only, no unix socket";
+  if (a == "-f" || a == "--slab-growth-factor" || a == "-n" || a == "--slab-min-size")
+    return "allocation classes come from the config (allocation.growth_factor, allocation.min_size)";
+  if (a == "-k" || a == "--lock-memory" || a == "-L" || a == "--enable-largepages")
+    return "memory comes from the tiers of the config";
+  if (a == "-S" || a == "--enable-sasl" || a == "-Y" || a == "--auth-file")
+    return "it has no authentication (SASL, auth files)";
+  if (a == "-A" || a == "--enable-shutdown") return "it takes no shutdown command (stop it with SIGTERM)";
+  if (a == "-M" || a == "--disable-evictions") return "it always evicts when full";
+  if (a == "-C" || a == "--disable-cas") return "CAS tokens are always kept (there is no per-item memory to save)";
+  if (a == "-r" || a == "--enable-coredumps" || a == "-b" || a == "--listen-backlog" || a == "-e" ||
+      a == "--memory-file")
+    return "it has no counterpart for this flag";
+  return nullptr;
 }
 
 // One of memcached's -o options, applied to the configs; throws ConfigError

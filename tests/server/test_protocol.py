@@ -667,7 +667,7 @@ class Limits(unittest.TestCase):
                           (["-C"], b"memcached's -C is not taken: CAS tokens are always kept"),
                           (["-U", "11211"], b"-U 11211: UDP is not served"),
                           (["-B", "text"], b"-B text: takes ascii, binary or auto"),
-                          (["-I", "2z"], b"-I needs a size in bytes (or with a k or m suffix), got '2z'"),
+                          (["-I", "2z"], b"-I needs a size in bytes (or with a k, m, g or t suffix), got '2z'"),
                           (["-m", "lots"], b"-m needs a whole number, got 'lots'")):
             r = subprocess.run([SERVER, *args], capture_output=True, timeout=30)
             self.assertEqual(r.returncode, 2, args)
